@@ -1,0 +1,38 @@
+# Quick start: `make demo`, then `make test`. Each creates or refreshes .venv.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP_RUN := $(VENV)/.stamp-run
+STAMP_TEST := $(VENV)/.stamp-test
+
+.PHONY: demo test bench lint clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+$(STAMP_RUN): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(STAMP_TEST): pyproject.toml | $(BIN)/python
+	@command -v dot >/dev/null 2>&1 || (command -v apt-get >/dev/null 2>&1 && \
+		(apt-get update -qq && apt-get install -y -qq graphviz >/dev/null) || \
+		echo "graphviz not installed: rendering tests will be skipped")
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@ $(STAMP_RUN)
+
+demo: $(STAMP_RUN)
+	$(BIN)/shapeflow demo
+
+test: $(STAMP_TEST)
+	$(BIN)/python -m pytest -n 2 tests
+
+bench: $(STAMP_TEST)
+	$(BIN)/python benchmarks/run.py $(ARGS)
+
+lint: $(STAMP_TEST)
+	$(BIN)/ruff check src tests benchmarks
+
+clean:
+	rm -rf $(VENV) build src/*.egg-info

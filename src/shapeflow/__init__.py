@@ -1,0 +1,49 @@
+"""shapeflow: tensors, shapes as contracts, and the computation graph as the training link."""
+
+from __future__ import annotations
+
+from . import _methods  # noqa: F401  (attaches op methods to Tensor)
+from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .device import Device, cpu
+from .device import get_device as device
+from .dtypes import (
+    DType, bfloat16, float16, float32, float64, get_dtype, int8, int16, int32, int64,
+    promote_types, result_type, uint8,
+)
+from .dtypes import bool_ as bool  # noqa: A001  (PyTorch's name: sf.bool)
+from .errors import (
+    CheckpointError, DeviceError, DTypeError, ExportError, GraphError, ShapeError, ShapeflowError,
+)
+from .factories import (
+    arange, empty, empty_like, eye, full, full_like, linspace, ones, ones_like, rand, rand_like,
+    randint, randn, randn_like, randperm, zeros, zeros_like,
+)
+from .ops.elementwise import *  # noqa: F403
+from .ops.linalg import *  # noqa: F403
+from .ops.movement import *  # noqa: F403
+from .ops.reduce import *  # noqa: F403
+from .random import Generator, initial_seed, manual_seed, seed
+from .shape import Shape
+from .tensor import Tensor, as_tensor, from_numpy, tensor
+
+float = float32  # noqa: A001
+double = float64
+half = float16
+long = int64
+int = int32  # noqa: A001
+short = int16
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "nn": ".nn", "optim": ".optim", "data": ".data", "models": ".models", "autograd": ".autograd",
+    "memory": ".inspect.memory", "onnx": ".io.onnx",
+}
+
+
+def __getattr__(name: str):
+    import importlib
+
+    if name in _LAZY:
+        return importlib.import_module(_LAZY[name], __name__)
+    raise AttributeError(f"module 'shapeflow' has no attribute {name!r}")

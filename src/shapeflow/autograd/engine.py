@@ -1,0 +1,255 @@
+"""The backward engine: reverse topological order over the recorded graph, chain rule per node."""
+
+from __future__ import annotations
+
+from ..errors import GraphError, ShapeError
+from ..shape import format_shape
+from ..tensor import Tensor, describe
+from . import grad_mode
+
+
+def _roots_and_grads(outputs, grad_outputs, op_name: str):
+    from ..factories import ones_like
+
+    pairs = []
+    for i, out in enumerate(outputs):
+        if not isinstance(out, Tensor):
+            raise GraphError(f"{op_name}: expected tensors, got {type(out).__name__}")
+        if not out.requires_grad:
+            raise GraphError(
+                f"{op_name}: the tensor {describe(out)} does not require grad and has no "
+                f"grad_fn: {_why_no_grad(out)}",
+                op=op_name,
+                hint="check that a parameter (requires_grad=True) feeds it, outside no_grad(), "
+                "without detach() or a round trip through .numpy()/.item()",
+            )
+        g = None if grad_outputs is None else grad_outputs[i]
+        if g is None:
+            if out.numel() != 1:
+                raise GraphError(
+                    f"{op_name}: grad can be implicitly created only for a scalar output, got "
+                    f"{describe(out)}",
+                    op=op_name,
+                    hint="reduce it first (loss.sum() or loss.mean()), or pass gradient= with "
+                    "the output's shape",
+                )
+            g = ones_like(out)
+        elif not isinstance(g, Tensor):
+            from ..tensor import tensor
+
+            g = tensor(g, dtype=out.dtype, device=out.device)
+        if tuple(g.shape) != tuple(out.shape):
+            raise ShapeError(
+                f"{op_name}: gradient of shape {format_shape(g.shape)} does not match the "
+                f"output's {format_shape(out.shape)}",
+                op=op_name,
+            )
+        pairs.append((out, g))
+    return pairs
+
+
+def _why_no_grad(t: Tensor) -> str:
+    if t._origin == "no_grad":
+        return "it was computed under no_grad() (or inference_mode())"
+    if t._origin == "detach":
+        return "it was detached from the graph (detach())"
+    if t._origin == "int":
+        return "it was computed by an op with no gradient (an integer result or comparison)"
+    return "none of the tensors it was computed from required grad"
+
+
+def _topo_order(root_nodes):
+    """Nodes reachable from the roots, each before the nodes it feeds (iterative DFS)."""
+    order, seen = [], set()
+    for root in root_nodes:
+        if id(root) in seen:
+            continue
+        seen.add(id(root))
+        stack = [(root, iter(root.next))]
+        while stack:
+            node, children = stack[-1]
+            for nxt, _, _ in children:
+                if nxt is not None and type(nxt) is not Tensor and id(nxt) not in seen:
+                    seen.add(id(nxt))
+                    stack.append((nxt, iter(nxt.next)))
+                    break
+            else:
+                stack.pop()
+                order.append(node)
+    order.reverse()
+    return order
+
+
+def _sum_to(grad: Tensor, shape, node) -> Tensor:
+    """Sum a gradient back to an input's shape where the input was broadcast."""
+    if tuple(grad.shape) == tuple(shape):
+        return grad
+    lead = grad.ndim - len(shape)
+    if lead < 0:
+        raise _bad_grad(node, grad, shape)
+    dims = list(range(lead))
+    for i, s in enumerate(shape):
+        g = grad.shape[lead + i]
+        if s == 1 and g != 1:
+            dims.append(lead + i)
+        elif s != g:
+            raise _bad_grad(node, grad, shape)
+    out = grad.sum(dim=tuple(dims), keepdim=True) if dims else grad
+    return out.reshape(tuple(shape))
+
+
+def _bad_grad(node, grad, shape) -> GraphError:
+    return GraphError(
+        f"backward of {node.name} returned a gradient of shape {format_shape(grad.shape)} for "
+        f"an input of shape {format_shape(shape)}",
+        op=node.name,
+        hint="this is a bug in the op's backward",
+    )
+
+
+def run_backward(roots, retain_graph: bool, create_graph: bool, capture=None):
+    """Propagate gradients from (tensor, grad) roots; return grads of `capture` tensors."""
+    root_nodes = [t.grad_fn for t, _ in roots if t.grad_fn is not None]
+    order = _topo_order(root_nodes)
+    grads: dict[int, Tensor] = {}       # node id -> summed grad of its output
+    owned: set[int] = set()              # grads this pass created (safe to add into in place)
+    leaf_grads: dict[int, list] = {}     # leaf id -> [tensor, summed grad]
+    capture_ids = {}
+    for i, t in enumerate(capture or ()):
+        capture_ids[id(t.grad_fn) if t.grad_fn is not None else id(t)] = i
+    captured = [None] * len(capture or ())
+
+    def accumulate(store: dict, key: int, g: Tensor) -> None:
+        old = store.get(key)
+        if old is None:
+            store[key] = g
+        elif not create_graph and id(old) in owned:
+            old.data += g.data  # our own sum: add in place
+        else:
+            new = old + g
+            if not create_graph:
+                owned.add(id(new))
+            store[key] = new
+
+    for t, g in roots:
+        if t.grad_fn is None:
+            entry = leaf_grads.setdefault(id(t), [t, None])
+            entry[1] = g if entry[1] is None else entry[1] + g
+        else:
+            accumulate(grads, id(t.grad_fn), g)
+
+    with grad_mode.set_grad_enabled(create_graph):
+        for node in order:
+            g = grads.pop(id(node), None)
+            if g is None:
+                continue
+            owned.discard(id(g))  # ids are only meaningful while the tensor is alive
+            if node.hooks:
+                for hook in node.hooks:
+                    new = hook(g)
+                    if new is not None:
+                        g = new
+            if id(node) in capture_ids:
+                captured[capture_ids[id(node)]] = g
+            in_grads = node.backward(g)
+            if not retain_graph:
+                node.release()
+            if len(in_grads) != len(node.next):
+                raise GraphError(f"backward of {node.name} returned {len(in_grads)} gradients "
+                                 f"for {len(node.next)} inputs", op=node.name)
+            for ig, (nxt, shape, dtype) in zip(in_grads, node.next):
+                if nxt is None or ig is None:
+                    continue
+                if ig.shape != shape:
+                    ig = _sum_to(ig, shape, node)
+                if ig.dtype is not dtype:
+                    ig = ig.to(dtype)
+                if type(nxt) is Tensor:
+                    entry = leaf_grads.get(id(nxt))
+                    if entry is None:
+                        leaf_grads[id(nxt)] = [nxt, ig]
+                    else:
+                        entry[1] = entry[1] + ig
+                else:
+                    accumulate(grads, id(nxt), ig)
+        for leaf_id, (leaf, g) in leaf_grads.items():
+            if leaf._hooks:
+                for hook in leaf._hooks:
+                    new = hook(g)
+                    if new is not None:
+                        g = new
+            if leaf_id in capture_ids:
+                captured[capture_ids[leaf_id]] = g
+            elif capture is None:
+                _accumulate_leaf(leaf, g, create_graph)
+    return captured
+
+
+def _accumulate_leaf(leaf: Tensor, g: Tensor, create_graph: bool) -> None:
+    if not create_graph:
+        g = g.detach() if g.grad_fn is not None else g
+    if leaf.grad is None:
+        # A grad that views another array, or that another leaf may also get, is copied so
+        # that in-place changes to one .grad never show up in another.
+        if not create_graph and g.data is not None and g.data.base is not None:
+            g = g.clone()
+        leaf.grad = g if create_graph else _own(g)
+    elif create_graph:
+        leaf.grad = leaf.grad + g
+    elif leaf.grad.data is not None:
+        leaf.grad.data += g.data
+        leaf.grad._version[0] += 1
+    else:
+        leaf.grad = leaf.grad + g
+
+
+def _own(g: Tensor) -> Tensor:
+    """Mark a gradient as handed out, so a second leaf receiving the same tensor copies it."""
+    if g._origin == "leaf-grad":
+        return g.clone()
+    g._origin = "leaf-grad"
+    return g
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """`torch.autograd.backward`: accumulate grads of `tensors` into the leaves' .grad."""
+    if isinstance(tensors, Tensor):
+        tensors = [tensors]
+    if retain_graph is None:
+        retain_graph = create_graph
+    roots = _roots_and_grads(tensors, grad_tensors, "backward")
+    if inputs is not None:
+        inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+        grads = run_backward(roots, retain_graph, create_graph, capture=inputs)
+        for t, g in zip(inputs, grads):
+            if g is not None:
+                _accumulate_leaf(t, g, create_graph)
+        return
+    run_backward(roots, retain_graph, create_graph)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         allow_unused=False):
+    """`torch.autograd.grad`: the gradients of outputs w.r.t. inputs, returned, not stored."""
+    single = isinstance(inputs, Tensor)
+    outputs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
+    inputs = [inputs] if single else list(inputs)
+    if isinstance(grad_outputs, Tensor):
+        grad_outputs = [grad_outputs]
+    if retain_graph is None:
+        retain_graph = create_graph
+    for t in inputs:
+        if not t.requires_grad:
+            raise GraphError(f"grad: an input {describe(t)} does not require grad", op="grad")
+    roots = _roots_and_grads(outputs, grad_outputs, "grad")
+    grads = run_backward(roots, retain_graph, create_graph, capture=inputs)
+    for i, g in enumerate(grads):
+        if g is None and not allow_unused:
+            raise GraphError(
+                f"grad: input {i} {describe(inputs[i])} was not used to compute the outputs",
+                op="grad",
+                hint="pass allow_unused=True to get None for it",
+            )
+        if g is not None and not create_graph and g.grad_fn is not None:
+            grads[i] = g.detach()
+    return tuple(grads)

@@ -1,0 +1,165 @@
+"""Data types and PyTorch's type-promotion rules.
+
+Promotion table (`promote_types`), as in PyTorch:
+
+| a \\ b     | bool   | uint8 | int8  | int16..int64 | float16 | bfloat16 | float32+ |
+|-----------|--------|-------|-------|--------------|---------|----------|----------|
+| bool      | bool   | uint8 | int8  | b            | float16 | bfloat16 | b        |
+| uint8     | uint8  | uint8 | int16 | b            | float16 | bfloat16 | b        |
+| int8      | int8   | int16 | int8  | b            | float16 | bfloat16 | b        |
+| float16   | float16| ...   |       |              | float16 | float32  | b        |
+
+Integers with floats give the float; two floats give the wider one, except
+float16 with bfloat16, which gives float32. `result_type` adds PyTorch's tiers:
+a Python scalar (or a 0-d tensor) never widens a tensor of the same category,
+and an int tensor with a float scalar gives the default float dtype (float32).
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+from .errors import DTypeError
+
+_BOOL, _INT, _FLOAT = 0, 1, 2
+
+
+class DType:
+    """A tensor element type: a name, its NumPy dtype and its promotion category."""
+
+    __slots__ = ("name", "np", "itemsize", "category", "signed", "short")
+
+    def __init__(self, name: str, np_dtype, category: int, signed: bool, short: str) -> None:
+        self.name = name
+        self.np = np.dtype(np_dtype)
+        self.itemsize = self.np.itemsize
+        self.category = category
+        self.signed = signed
+        self.short = short
+
+    @property
+    def is_floating_point(self) -> bool:
+        return self.category == _FLOAT
+
+    @property
+    def is_signed(self) -> bool:
+        return self.signed
+
+    def __repr__(self) -> str:
+        return f"shapeflow.{self.name}"
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __reduce__(self):
+        return (get_dtype, (self.name,))
+
+
+float64 = DType("float64", np.float64, _FLOAT, True, "f64")
+float32 = DType("float32", np.float32, _FLOAT, True, "f32")
+float16 = DType("float16", np.float16, _FLOAT, True, "f16")
+bfloat16 = DType("bfloat16", ml_dtypes.bfloat16, _FLOAT, True, "bf16")
+int64 = DType("int64", np.int64, _INT, True, "i64")
+int32 = DType("int32", np.int32, _INT, True, "i32")
+int16 = DType("int16", np.int16, _INT, True, "i16")
+int8 = DType("int8", np.int8, _INT, True, "i8")
+uint8 = DType("uint8", np.uint8, _INT, False, "u8")
+bool_ = DType("bool", np.bool_, _BOOL, False, "bool")
+
+ALL = (float64, float32, float16, bfloat16, int64, int32, int16, int8, uint8, bool_)
+FLOATS = (float64, float32, float16, bfloat16)
+
+default_float = float32
+default_int = int64
+
+_BY_NAME = {d.name: d for d in ALL}
+_BY_NAME.update(
+    {"float": float32, "double": float64, "half": float16, "long": int64, "int": int32,
+     "short": int16, "bf16": bfloat16, "fp16": float16, "fp32": float32, "fp64": float64}
+)
+_BY_NP = {d.np: d for d in ALL}
+
+
+def get_dtype(x) -> DType:
+    """A DType from a DType, a name ('float32', 'bf16'), a NumPy dtype or a Python type."""
+    if isinstance(x, DType):
+        return x
+    if isinstance(x, str):
+        if x in _BY_NAME:
+            return _BY_NAME[x]
+        raise DTypeError(f"unknown dtype {x!r}", hint="use one of " + ", ".join(_BY_NAME))
+    if x is float:
+        return default_float
+    if x is int:
+        return default_int
+    if x is bool:
+        return bool_
+    try:
+        return _BY_NP[np.dtype(x)]
+    except (TypeError, KeyError):
+        raise DTypeError(f"shapeflow has no dtype for {x!r}") from None
+
+
+def from_numpy_dtype(np_dtype) -> DType:
+    """The DType of a NumPy array's dtype; DTypeError for ones shapeflow lacks."""
+    d = _BY_NP.get(np_dtype)
+    if d is None:
+        raise DTypeError(
+            f"shapeflow has no dtype for NumPy's {np_dtype}",
+            hint="supported: " + ", ".join(d.name for d in ALL),
+        )
+    return d
+
+
+def promote_types(a: DType, b: DType) -> DType:
+    """The dtype two tensors of dtypes a and b combine to (PyTorch's table)."""
+    if a is b:
+        return a
+    if a.category != b.category:
+        return a if a.category > b.category else b
+    if a.category == _FLOAT:
+        if {a, b} == {float16, bfloat16}:
+            return float32
+        return a if a.itemsize > b.itemsize else b
+    if a.category == _INT:
+        if a.signed == b.signed:
+            return a if a.itemsize > b.itemsize else b
+        signed, unsigned = (a, b) if a.signed else (b, a)
+        return signed if signed.itemsize > unsigned.itemsize else int16
+    return a
+
+
+def scalar_category(x) -> int:
+    if isinstance(x, bool):
+        return _BOOL
+    if isinstance(x, int):
+        return _INT
+    if isinstance(x, float):
+        return _FLOAT
+    raise DTypeError(f"cannot use a {type(x).__name__} as a tensor operand")
+
+
+def _default_for(category: int) -> DType:
+    return (bool_, default_int, default_float)[category]
+
+
+def result_type(*operands) -> DType:
+    """Promote tensors and Python scalars by PyTorch's three tiers: tensors, 0-d tensors, scalars."""
+    tiers: list[DType | None] = [None, None, None]
+    for x in operands:
+        dt = getattr(x, "dtype", None)
+        if isinstance(dt, DType):
+            tier = 0 if len(x.shape) else 1
+        else:
+            dt, tier = _default_for(scalar_category(x)), 2
+        tiers[tier] = dt if tiers[tier] is None else promote_types(tiers[tier], dt)
+    result = None
+    for dt in tiers:
+        if dt is None:
+            continue
+        if result is None:
+            result = dt
+        elif dt.category > result.category:
+            result = dt  # a lower tier wins only with a higher category (scalars: the default)
+    return result

@@ -1,0 +1,191 @@
+"""Tensor factories with PyTorch's names and signatures."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import dtypes as _dt
+from .device import get_device, meta
+from .errors import DTypeError, ShapeError
+from .random import Generator, get_rng
+from .tensor import Tensor, from_numpy, tensor  # noqa: F401  (re-exported)
+
+
+def _size(size) -> tuple:
+    """Sizes from `f(2, 3)`, `f((2, 3))` or `f([2, 3])`; strings become symbolic dims."""
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    out = []
+    for s in size:
+        if isinstance(s, str):
+            from .symbolic import as_dim
+
+            s = as_dim(s)
+        elif isinstance(s, (bool, float)) or not _is_size(s):
+            raise ShapeError(f"sizes must be non-negative ints or dims, got {s!r}")
+        elif type(s) is not int and isinstance(s, (int, np.integer)):
+            s = int(s)
+        if type(s) is int and s < 0:
+            raise ShapeError(f"sizes must be non-negative, got {s} in {tuple(size)}")
+        out.append(s)
+    return tuple(out)
+
+
+def _is_size(s) -> bool:
+    if isinstance(s, (int, np.integer)):
+        return True
+    from .symbolic import is_symbolic
+
+    return is_symbolic(s)
+
+
+def _make(size, dtype, device, requires_grad, fill):
+    """A tensor of `size` whose data `fill(shape, np_dtype)` makes (not called on meta)."""
+    shape = _size(size)
+    dt = _dt.default_float if dtype is None else _dt.get_dtype(dtype)
+    dev = get_device(device)
+    if dev is meta:
+        out = Tensor._make(None, shape, dt, meta)
+    else:
+        if any(type(s) is not int for s in shape):
+            from .symbolic import Dim
+
+            sym = next(s for s in shape if isinstance(s, Dim))
+            raise ShapeError(
+                f"a cpu tensor needs concrete sizes, got {list(shape)}",
+                hint=f"bind {sym} to a number, or use device='meta' to trace with symbols",
+            )
+        out = Tensor._make(fill(shape, dt.np), shape, dt, dev)
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
+
+
+def zeros(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    return _make(size, dtype, device, requires_grad, lambda s, d: np.zeros(s, d))
+
+
+def ones(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    return _make(size, dtype, device, requires_grad, lambda s, d: np.ones(s, d))
+
+
+def empty(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    return _make(size, dtype, device, requires_grad, lambda s, d: np.empty(s, d))
+
+
+def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    if dtype is None:
+        dtype = _dt.result_type(fill_value)
+    return _make((size,), dtype, device, requires_grad, lambda s, d: np.full(s, fill_value, d))
+
+
+def _like(t: Tensor, dtype, device):
+    return t.shape, t.dtype if dtype is None else dtype, t.device if device is None else device
+
+
+def zeros_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    s, d, dev = _like(t, dtype, device)
+    return zeros(s, dtype=d, device=dev, requires_grad=requires_grad)
+
+
+def ones_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    s, d, dev = _like(t, dtype, device)
+    return ones(s, dtype=d, device=dev, requires_grad=requires_grad)
+
+
+def empty_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    s, d, dev = _like(t, dtype, device)
+    return empty(s, dtype=d, device=dev, requires_grad=requires_grad)
+
+
+def full_like(t: Tensor, fill_value, dtype=None, device=None,
+              requires_grad: bool = False) -> Tensor:
+    s, d, dev = _like(t, dtype, device)
+    return full(s, fill_value, dtype=d, device=dev, requires_grad=requires_grad)
+
+
+def rand(*size, generator: Generator | None = None, dtype=None, device=None,
+         requires_grad: bool = False) -> Tensor:
+    """Uniform on [0, 1)."""
+    rng = get_rng(generator)
+    return _make(size, dtype, device, requires_grad, lambda s, d: _random(rng.random, s, d))
+
+
+def randn(*size, generator: Generator | None = None, dtype=None, device=None,
+          requires_grad: bool = False) -> Tensor:
+    """Standard normal."""
+    rng = get_rng(generator)
+    return _make(size, dtype, device, requires_grad,
+                 lambda s, d: _random(rng.standard_normal, s, d))
+
+
+def _random(fn, shape, np_dtype):
+    if np_dtype in (np.float32, np.float64):
+        return fn(shape, dtype=np_dtype)
+    if np_dtype.kind != "f" and np_dtype.name != "bfloat16":
+        raise DTypeError(f"random floats need a floating dtype, got {np_dtype}")
+    return fn(shape, dtype=np.float32).astype(np_dtype)
+
+
+def rand_like(t: Tensor, dtype=None, device=None, generator=None) -> Tensor:
+    s, d, dev = _like(t, dtype, device)
+    return rand(s, dtype=d, device=dev, generator=generator)
+
+
+def randn_like(t: Tensor, dtype=None, device=None, generator=None) -> Tensor:
+    s, d, dev = _like(t, dtype, device)
+    return randn(s, dtype=d, device=dev, generator=generator)
+
+
+def randint(low, high=None, size=None, generator: Generator | None = None, dtype=None,
+            device=None) -> Tensor:
+    """Integers in [low, high) (as `torch.randint(low=0, high, size)`)."""
+    if size is None:
+        if isinstance(high, (tuple, list)):
+            low, high, size = 0, low, high
+        else:
+            raise ShapeError("randint needs a size")
+    if high is None:
+        low, high = 0, low
+    if high <= low:
+        raise ShapeError(f"randint: high ({high}) must be greater than low ({low})")
+    rng = get_rng(generator)
+    dtype = _dt.default_int if dtype is None else dtype
+    return _make((size,), dtype, device, False,
+                 lambda s, d: rng.integers(low, high, size=s).astype(d, copy=False))
+
+
+def randperm(n: int, generator: Generator | None = None, dtype=None, device=None) -> Tensor:
+    rng = get_rng(generator)
+    dtype = _dt.default_int if dtype is None else dtype
+    return _make(((n,),), dtype, device, False,
+                 lambda s, d: rng.permutation(n).astype(d, copy=False))
+
+
+def arange(start, end=None, step=1, dtype=None, device=None,
+           requires_grad: bool = False) -> Tensor:
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise ShapeError("arange: step must be nonzero")
+    if dtype is None:
+        dtype = _dt.result_type(start, end, step)
+    n = max(0, math.ceil((end - start) / step))
+    dt = _dt.get_dtype(dtype)
+    return _make(((n,),), dt, device, requires_grad,
+                 lambda s, d: (start + step * np.arange(n, dtype=np.float64)).astype(d)
+                 if dt.is_floating_point else np.arange(start, end, step, dtype=d))
+
+
+def linspace(start, end, steps: int, dtype=None, device=None,
+             requires_grad: bool = False) -> Tensor:
+    return _make(((steps,),), dtype, device, requires_grad,
+                 lambda s, d: np.linspace(start, end, steps, dtype=np.float64).astype(d))
+
+
+def eye(n: int, m: int | None = None, dtype=None, device=None,
+        requires_grad: bool = False) -> Tensor:
+    m = n if m is None else m
+    return _make(((n, m),), dtype, device, requires_grad, lambda s, d: np.eye(n, m, dtype=d))

@@ -1,0 +1,1 @@
+"""Primitives, one class each (infer / saved / forward / backward), and their functions."""

@@ -1,0 +1,237 @@
+"""The op contract: every primitive is one class with infer / saved / forward / backward.
+
+An instance of an Op is one application of it, and, when recorded, one node of
+the graph: `next` points at the nodes (or leaf tensors) its inputs came from,
+`_saved` holds exactly what `saved` declared.
+"""
+
+from __future__ import annotations
+
+from ..autograd import grad_mode
+from ..device import cpu, meta
+from ..errors import DeviceError, GraphError
+from ..tensor import Tensor, describe
+
+INPUT, OUTPUT, NEW = 0, 1, 2
+
+# What a saved tensor is, for memory reports (the seed's list of what training keeps).
+LAYER_INPUT = "layer inputs"          # kept to compute weight gradients
+ACTIVATION_INPUT = "activation inputs"  # inputs/outputs of nonlinearities
+ATTENTION = "attention"               # scores / probabilities
+DROPOUT_MASK = "dropout masks"
+NORM_STATS = "normalization stats"
+OTHER = "other"
+
+
+class Saved:
+    """One thing backward keeps alive: input i, the output, or a new intermediate."""
+
+    __slots__ = ("source", "index", "name", "shape", "dtype", "kind")
+
+    def __init__(self, source, index=None, name=None, shape=None, dtype=None, kind=OTHER):
+        self.source, self.index, self.name = source, index, name
+        self.shape, self.dtype, self.kind = shape, dtype, kind
+
+    @classmethod
+    def input(cls, index: int, kind: str = OTHER) -> Saved:
+        return cls(INPUT, index=index, kind=kind)
+
+    @classmethod
+    def output(cls, kind: str = OTHER) -> Saved:
+        return cls(OUTPUT, kind=kind)
+
+    @classmethod
+    def new(cls, name: str, shape, dtype, kind: str = OTHER) -> Saved:
+        """An intermediate forward computes and stores as `self.<name>`."""
+        return cls(NEW, name=name, shape=tuple(shape), dtype=dtype, kind=kind)
+
+    def __repr__(self) -> str:
+        what = {INPUT: f"input {self.index}", OUTPUT: "output", NEW: self.name}[self.source]
+        return f"Saved({what}, {self.kind})"
+
+
+# Shared declarations for the common cases (no allocation on the hot path).
+X0 = Saved.input(0)
+X1 = Saved.input(1)
+X2 = Saved.input(2)
+OUT = Saved.output()
+X0_ACT = Saved.input(0, ACTIVATION_INPUT)
+OUT_ACT = Saved.output(ACTIVATION_INPUT)
+
+
+class Op:
+    """Base of every primitive. Subclasses set `name` and write the four parts."""
+
+    name = "op"
+    differentiable = True
+    next: tuple = ()
+    _saved: list | None = None
+    _entries: tuple = ()
+    hooks: list | None = None
+    created_at: str | None = None
+
+    def infer(self, *inputs):
+        """(shape, dtype) of the output from the inputs' shapes and dtypes; raises on misfit."""
+        raise NotImplementedError
+
+    def saved(self, *inputs, out) -> tuple:
+        """What backward keeps: Saved entries (inputs, output, or new intermediates)."""
+        return ()
+
+    def forward(self, *arrays):
+        """The kernel on NumPy arrays; stores declared intermediates on self."""
+        raise NotImplementedError
+
+    def backward(self, grad):
+        """Gradients for each input (Tensor ops, so grad of grad works); None where none."""
+        raise NotImplementedError(f"{self.name} has no backward")
+
+    @property
+    def saved_tensors(self) -> tuple:
+        """The saved tensors, checked for in-place changes since they were saved."""
+        if self._saved is None:
+            raise GraphError(
+                f"trying to backward through {self.name} a second time: its saved tensors "
+                "were freed after the first backward",
+                op=self.name,
+                hint="call backward(retain_graph=True) the first time if you need to call "
+                "it again, or recompute the forward",
+            )
+        return tuple(_unpack(self, item, entry) for item, entry in zip(self._saved, self._entries))
+
+    def release(self) -> None:
+        """Free what backward kept (after a backward without retain_graph)."""
+        if self._saved is not None:
+            self._saved = None
+
+    def __repr__(self) -> str:
+        return f"<{self.name} node>"
+
+
+def _unpack(node: Op, item, entry: Saved) -> Tensor:
+    if entry.source == NEW:
+        return item
+    tensor, version = item
+    if tensor._version[0] != version:
+        what = "output" if entry.source == OUTPUT else f"input {entry.index}"
+        changed_by = tensor._version[1]
+        by = f" by {changed_by}" if changed_by else ""
+        raise GraphError(
+            f"a tensor {node.name} saved for backward ({what}, {describe(tensor)}) was "
+            f"modified in place{by}: saved at version {version}, now version "
+            f"{tensor._version[0]}",
+            op=node.name,
+            hint="use the out-of-place op (x = x + y instead of x += y), or clone() the "
+            "tensor before changing it",
+        )
+    if entry.source == OUTPUT:
+        # The output is kept as its data, not the Tensor, so output -> node -> output is no
+        # cycle; rebuild a Tensor that still points to this node for grad of grad.
+        out = Tensor._make(tensor.data, tensor.shape, tensor.dtype, tensor.device)
+        out._version = tensor._version
+        out.grad_fn = node
+        out.requires_grad = True
+        return out
+    return tensor
+
+
+class _OutputRef:
+    """What a node keeps of its own output: data and version counter, not the Tensor."""
+
+    __slots__ = ("data", "shape", "dtype", "device", "_version")
+
+    def __init__(self, out: Tensor) -> None:
+        self.data, self.shape, self.dtype = out.data, out.shape, out.dtype
+        self.device, self._version = out.device, out._version
+
+
+def apply(op: Op, *inputs: Tensor) -> Tensor:
+    """Run one op: check devices, infer the contract, run the kernel, record the node."""
+    device = inputs[0].device
+    for t in inputs:
+        if t.device is not device:
+            raise device_mismatch(op.name, inputs)
+    shape, dtype = op.infer(*inputs)
+    if device is cpu:
+        data = op.forward(*[t.data for t in inputs])
+    else:
+        data = None
+    out = Tensor._make(data, shape, dtype, device)
+    for t in inputs:
+        if t.requires_grad:
+            if not grad_mode.state.enabled:
+                out._origin = "no_grad"
+            elif op.differentiable:
+                record(op, inputs, out)
+            else:
+                out._origin = "int"
+            break
+    return out
+
+
+def record(op: Op, inputs, out: Tensor) -> None:
+    """Make `op` the node that produced `out`: link its inputs and keep what it declared."""
+    op.next = tuple(
+        (t.grad_fn if t.grad_fn is not None else (t if t.requires_grad else None), t.shape, t.dtype)
+        for t in inputs
+    )
+    entries = op.saved(*inputs, out=out)
+    if entries:
+        op._entries = entries
+        keep = []
+        for e in entries:
+            if e.source == INPUT:
+                t = inputs[e.index]
+                keep.append((t, t._version[0]))
+            elif e.source == OUTPUT:
+                keep.append((_OutputRef(out), out._version[0]))
+            elif out.device is meta:
+                keep.append(Tensor._make(None, e.shape, e.dtype, meta))
+            else:
+                arr = op.__dict__.pop(e.name)
+                keep.append(Tensor._make(arr, e.shape, e.dtype, out.device))
+        op._saved = keep
+    else:
+        op._saved = []
+    if _anomaly.enabled:
+        op.created_at = _anomaly.user_frame()
+    out.grad_fn = op
+    out.requires_grad = True
+
+
+class _Anomaly:
+    """Set by `sf.detect_anomaly()`: nodes remember the user line that created them."""
+
+    enabled = False
+
+    @staticmethod
+    def user_frame() -> str | None:
+        import traceback
+
+        for frame in reversed(traceback.extract_stack()[:-3]):
+            if "/shapeflow/" not in frame.filename.replace("\\", "/"):
+                return f"{frame.filename}:{frame.lineno}: {frame.line}"
+        return None
+
+
+_anomaly = _Anomaly()
+
+
+def device_mismatch(op: str, inputs) -> DeviceError:
+    devices = sorted({str(t.device) for t in inputs})
+    return DeviceError(
+        f"{op}: operands are on different devices ({' and '.join(devices)})",
+        op=op,
+        operands=[(f"input {i}", describe(t)) for i, t in enumerate(inputs)],
+        hint="move them to one device with .to('cpu') (a meta tensor has no data to compute "
+        "with)" if "meta" in devices else "move them to one device with .to(...)",
+    )
+
+
+def saved_arrays(node: Op) -> list:
+    """The arrays a recorded node keeps alive for backward (for memory checks)."""
+    out = []
+    for item, entry in zip(node._saved or (), node._entries):
+        t = item if entry.source == NEW else item[0]
+        out.append(t.data)
+    return out

@@ -1,0 +1,427 @@
+"""Tensor: data with a dtype and a device, and its place in the graph.
+
+Op methods (`t.exp()`, `t + u`, ...) are attached in `_methods.py`; this file
+holds what a tensor *is*: its data, shape, dtype, device and autograd fields.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import dtypes as _dt
+from .device import Device, cpu, get_device, meta
+from .dtypes import DType
+from .errors import DeviceError, DTypeError, GraphError
+from .shape import Shape, format_shape
+
+
+class Tensor:
+    """An n-dimensional array with a dtype, a device and (optionally) a gradient."""
+
+    __slots__ = (
+        "data", "shape", "dtype", "device", "requires_grad", "grad", "grad_fn",
+        "_version", "_base", "_hooks", "_origin", "__weakref__",
+    )
+    __array_priority__ = 1000  # so `ndarray + Tensor` defers to Tensor.__radd__
+
+    def __init__(self, data, dtype=None, device=None, requires_grad: bool = False) -> None:
+        t = tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
+        for name in ("data", "shape", "dtype", "device", "requires_grad", "grad", "grad_fn",
+                     "_version", "_base", "_hooks", "_origin"):
+            setattr(self, name, getattr(t, name))
+
+    @classmethod
+    def _make(cls, data, shape, dtype: DType, device: Device) -> Tensor:
+        """Wrap an array (or None on meta) without checks: the ops' fast path."""
+        t = object.__new__(cls)
+        t.data = data
+        t.shape = shape if type(shape) is Shape else Shape(shape)
+        t.dtype = dtype
+        t.device = device
+        t.requires_grad = False
+        t.grad = None
+        t.grad_fn = None
+        t._version = [0, None]
+        t._base = None
+        t._hooks = None
+        t._origin = None
+        return t
+
+    # ---- basic properties -------------------------------------------------------------
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def dim(self) -> int:
+        return len(self.shape)
+
+    def size(self, dim: int | None = None):
+        if dim is None:
+            return self.shape
+        from .shape import normalize_dim
+
+        return self.shape[normalize_dim(dim, self.ndim, "size")]
+
+    def numel(self):
+        return self.shape.numel()
+
+    def element_size(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self):
+        return self.shape.numel() * self.dtype.itemsize
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def is_meta(self) -> bool:
+        return self.device is meta
+
+    def is_floating_point(self) -> bool:
+        return self.dtype.is_floating_point
+
+    @property
+    def version(self) -> int:
+        """How many in-place changes this tensor (or a view of its data) has seen."""
+        return self._version[0]
+
+    # ---- data out -----------------------------------------------------------------------
+    def _need_data(self, what: str):
+        if self.device is meta:
+            raise DeviceError(
+                f"{what}: a meta tensor {describe(self)} has shape and dtype but no data",
+                op=what,
+                hint="run the model on cpu tensors to get values; meta traces shapes and memory",
+            )
+        return self.data
+
+    def numpy(self) -> np.ndarray:
+        """The data as a NumPy array (shared, not copied); the graph does not follow it."""
+        if self.requires_grad:
+            raise GraphError(
+                f"numpy() on a tensor that requires grad {describe(self)}: the graph cannot "
+                "follow the array",
+                op="numpy",
+                hint="call .detach().numpy() if you only need the values",
+            )
+        return self._need_data("numpy")
+
+    def __array__(self, dtype=None, copy=None):
+        arr = self._need_data("__array__")
+        if dtype is not None:
+            arr = arr.astype(dtype)
+        return arr
+
+    def item(self):
+        """The value of a one-element tensor as a Python number."""
+        arr = self._need_data("item")
+        if arr.size != 1:
+            from .errors import ShapeError
+
+            raise ShapeError(
+                f"item(): only a one-element tensor converts to a Python number, got "
+                f"{describe(self)}",
+                op="item",
+            )
+        return arr.reshape(()).item() if self.dtype is not _dt.bfloat16 else float(arr.reshape(()))
+
+    def tolist(self):
+        arr = self._need_data("tolist")
+        if self.dtype in (_dt.bfloat16,):
+            arr = arr.astype(np.float32)
+        return arr.tolist()
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __bool__(self) -> bool:
+        if self.numel() != 1:
+            from .errors import ShapeError
+
+            raise ShapeError(
+                f"the truth value of a tensor with {self.numel()} elements is ambiguous",
+                hint="use .any() or .all()",
+            )
+        return bool(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self.dtype.is_floating_point:
+            raise DTypeError("only integer tensors can be used as an index")
+        return int(self.item())
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.shape[0]))
+
+    # ---- autograd fields -----------------------------------------------------------------
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        if self.grad_fn is not None and not requires_grad:
+            raise GraphError(
+                "requires_grad_(False) on a non-leaf tensor: it is part of a graph",
+                hint="use .detach() to get a tensor outside the graph",
+            )
+        if requires_grad and not self.dtype.is_floating_point:
+            raise DTypeError(
+                f"only floating-point tensors can require gradients, got {self.dtype}",
+                op="requires_grad_",
+                hint="convert with .float() first",
+            )
+        self.requires_grad = requires_grad
+        return self
+
+    def detach(self) -> Tensor:
+        """The same data, outside the graph."""
+        out = Tensor._make(self.data, self.shape, self.dtype, self.device)
+        out._version = self._version
+        out._origin = "detach"
+        return out
+
+    def detach_(self) -> Tensor:
+        self.grad_fn = None
+        self.requires_grad = False
+        self._origin = "detach"
+        return self
+
+    def register_hook(self, hook):
+        """Call hook(grad) when this tensor's gradient is computed; a return value replaces it."""
+        if not self.requires_grad:
+            raise GraphError("register_hook on a tensor that does not require grad")
+        if self.grad_fn is not None:
+            if self.grad_fn.hooks is None:
+                self.grad_fn.hooks = []
+            self.grad_fn.hooks.append(hook)
+            hooks = self.grad_fn.hooks
+        else:
+            if self._hooks is None:
+                self._hooks = []
+            self._hooks.append(hook)
+            hooks = self._hooks
+        return _RemovableHandle(hooks, hook)
+
+    def retain_grad(self) -> None:
+        """Keep .grad of a non-leaf tensor after backward."""
+        if self.grad_fn is None:
+            return
+        import weakref
+
+        ref = weakref.ref(self)
+
+        def keep(grad):
+            t = ref()
+            if t is not None:
+                t.grad = grad if t.grad is None else t.grad + grad
+            return None
+
+        self.register_hook(keep)
+
+    def backward(self, gradient=None, retain_graph: bool | None = None,
+                 create_graph: bool = False, inputs=None) -> None:
+        """Accumulate d(self)/d(leaf) into each leaf's .grad (chain rule over the graph)."""
+        from .autograd.engine import backward
+
+        backward([self], None if gradient is None else [gradient], retain_graph,
+                 create_graph, inputs)
+
+    # ---- conversion --------------------------------------------------------------------
+    def to(self, *args, dtype=None, device=None, copy: bool = False) -> Tensor:
+        """A tensor with another dtype and/or device (`t.to('meta')`, `t.to(sf.float16)`)."""
+        for a in args:
+            if isinstance(a, Tensor):
+                dtype, device = a.dtype, a.device
+            elif isinstance(a, DType):
+                dtype = a
+            elif isinstance(a, str):
+                if a in ("cpu", "meta") or a.startswith("cuda"):
+                    device = a
+                else:
+                    dtype = a
+            else:
+                dtype = a
+        out = self
+        if dtype is not None:
+            dtype = _dt.get_dtype(dtype)
+            if dtype is not self.dtype:
+                from .ops.elementwise import cast
+
+                out = cast(out, dtype)
+        if device is not None:
+            device = get_device(device)
+            if device is not out.device:
+                from .ops.elementwise import to_device
+
+                out = to_device(out, device)
+        if copy and out is self:
+            out = self.clone()
+        return out
+
+    def float(self) -> Tensor:
+        return self.to(_dt.float32)
+
+    def double(self) -> Tensor:
+        return self.to(_dt.float64)
+
+    def half(self) -> Tensor:
+        return self.to(_dt.float16)
+
+    def bfloat16(self) -> Tensor:
+        return self.to(_dt.bfloat16)
+
+    def long(self) -> Tensor:
+        return self.to(_dt.int64)
+
+    def int(self) -> Tensor:
+        return self.to(_dt.int32)
+
+    def bool(self) -> Tensor:
+        return self.to(_dt.bool_)
+
+    def cpu(self) -> Tensor:
+        return self.to("cpu")
+
+    def type_as(self, other: Tensor) -> Tensor:
+        return self.to(other.dtype)
+
+    def new_tensor(self, data) -> Tensor:
+        return tensor(data, dtype=self.dtype, device=self.device)
+
+    def new_zeros(self, *size) -> Tensor:
+        from .factories import zeros
+
+        return zeros(*size, dtype=self.dtype, device=self.device)
+
+    def new_ones(self, *size) -> Tensor:
+        from .factories import ones
+
+        return ones(*size, dtype=self.dtype, device=self.device)
+
+    def new_full(self, size, fill_value) -> Tensor:
+        from .factories import full
+
+        return full(size, fill_value, dtype=self.dtype, device=self.device)
+
+    def new_empty(self, *size) -> Tensor:
+        from .factories import empty
+
+        return empty(*size, dtype=self.dtype, device=self.device)
+
+    # ---- printing -----------------------------------------------------------------------
+    def __repr__(self) -> str:
+        extras = []
+        if self.device is meta:
+            body = "..."
+        else:
+            arr = self.data
+            if self.dtype is _dt.bfloat16:
+                arr = arr.astype(np.float32)
+            body = np.array2string(
+                arr, separator=", ", precision=4, threshold=200, edgeitems=3,
+                prefix="tensor(", floatmode="maxprec_equal",
+            )
+        extras.append(f"shape={format_shape(self.shape)}")
+        extras.append(f"dtype={self.dtype}")
+        if self.device is not cpu:
+            extras.append(f"device={self.device}")
+        if self.grad_fn is not None:
+            extras.append(f"grad_fn=<{self.grad_fn.name}>")
+        elif self.requires_grad:
+            extras.append("requires_grad=True")
+        return f"tensor({body}, {', '.join(extras)})"
+
+    __str__ = __repr__
+
+
+class _RemovableHandle:
+    __slots__ = ("hooks", "hook")
+
+    def __init__(self, hooks: list, hook) -> None:
+        self.hooks, self.hook = hooks, hook
+
+    def remove(self) -> None:
+        if self.hook in self.hooks:
+            self.hooks.remove(self.hook)
+
+
+def describe(t) -> str:
+    """`[2, 5, 64] float32 cpu`: how errors show an operand."""
+    if not isinstance(t, Tensor):
+        return f"{type(t).__name__} {t!r}"
+    return f"{format_shape(t.shape)} {t.dtype} {t.device}"
+
+
+def _infer_dtype(data) -> DType:
+    """PyTorch's dtype for Python data: bool, int64, or float32."""
+    arr = np.asarray(data)
+    if arr.dtype == np.bool_:
+        return _dt.bool_
+    if arr.dtype.kind in "iu":
+        return _dt.default_int
+    if arr.dtype.kind == "f":
+        return _dt.default_float
+    raise DTypeError(f"cannot make a tensor from data of NumPy kind {arr.dtype}")
+
+
+def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """A new tensor holding a copy of `data` (nested lists, numbers, arrays or tensors)."""
+    device = get_device(device)
+    if isinstance(data, Tensor):
+        src = data.detach()
+        dt = _dt.get_dtype(dtype) if dtype is not None else data.dtype
+        out = src.to(dtype=dt, device=device, copy=True)
+        out = Tensor._make(out.data, out.shape, out.dtype, out.device)
+    else:
+        if isinstance(data, np.ndarray):
+            dt = _dt.get_dtype(dtype) if dtype is not None else _dt.from_numpy_dtype(data.dtype)
+        elif isinstance(data, (list, tuple)) and _holds_tensors(data):
+            from .ops.movement import stack
+
+            out = stack([tensor(x, dtype=dtype, device=device) for x in data])
+            return out.requires_grad_(True) if requires_grad else out
+        else:
+            dt = _dt.get_dtype(dtype) if dtype is not None else _infer_dtype(data)
+        try:
+            arr = np.array(data, dtype=dt.np)
+        except (ValueError, TypeError) as e:
+            raise DTypeError(f"cannot make a tensor from {type(data).__name__}: {e}") from None
+        out = Tensor._make(arr, arr.shape, dt, cpu)
+        if device is meta:
+            out = Tensor._make(None, arr.shape, dt, meta)
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
+
+
+def _holds_tensors(data) -> bool:
+    return any(isinstance(x, Tensor) for x in data)
+
+
+def as_tensor(data, dtype=None, device=None) -> Tensor:
+    """`data` as a tensor, without a copy where it already is one of the right kind."""
+    if isinstance(data, Tensor) and (dtype is None or _dt.get_dtype(dtype) is data.dtype) and (
+        device is None or get_device(device) is data.device
+    ):
+        return data
+    if isinstance(data, np.ndarray) and dtype is None and device in (None, "cpu"):
+        return from_numpy(data)
+    return tensor(data, dtype=dtype, device=device)
+
+
+def from_numpy(array: np.ndarray) -> Tensor:
+    """A tensor sharing memory with a NumPy array."""
+    if not isinstance(array, np.ndarray):
+        raise DTypeError(f"from_numpy expects a numpy.ndarray, got {type(array).__name__}")
+    return Tensor._make(array, array.shape, _dt.from_numpy_dtype(array.dtype), cpu)
