@@ -123,7 +123,7 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=None):
         old = store.get(key)
         if old is None:
             store[key] = g
-        elif not create_graph and id(old) in owned:
+        elif not create_graph and id(old) in owned and old.data is not None:
             old.data += g.data  # our own sum: add in place
         else:
             new = old + g

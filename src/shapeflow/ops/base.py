@@ -7,6 +7,8 @@ the graph: `next` points at the nodes (or leaf tensors) its inputs came from,
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..autograd import grad_mode
 from ..device import cpu, meta
 from ..errors import DeviceError, GraphError
@@ -154,6 +156,8 @@ def apply(op: Op, *inputs: Tensor) -> Tensor:
     shape, dtype = op.infer(*inputs)
     if device is cpu:
         data = op.forward(*[t.data for t in inputs])
+        if type(data) is not np.ndarray:
+            data = np.asarray(data)  # NumPy returns scalars for 0-d results
     else:
         data = None
     out = Tensor._make(data, shape, dtype, device)

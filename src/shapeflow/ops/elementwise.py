@@ -206,7 +206,7 @@ class Tanh(Unary):
 
 def _sigmoid(x):
     # 0.5 * (1 + tanh(x / 2)) never overflows, unlike 1 / (1 + exp(-x))
-    out = np.multiply(x, 0.5)
+    out = np.asarray(x * 0.5)  # an array even for 0-d input, so the in-place steps work
     np.tanh(out, out=out)
     out += 1.0
     out *= 0.5
@@ -282,6 +282,8 @@ _SQRT_2 = math.sqrt(2.0)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _erf64 = np.vectorize(math.erf, otypes=[np.float64])
+_ERFC_COEFFS = (1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807, -1.13520398,
+                1.48851587, -0.82215223, 0.17087277)
 
 
 def normal_cdf(x: np.ndarray) -> np.ndarray:
@@ -291,9 +293,10 @@ def normal_cdf(x: np.ndarray) -> np.ndarray:
     z = np.abs(x).astype(np.float32, copy=False) * np.float32(1 / _SQRT_2)
     t = 1.0 / (1.0 + 0.5 * z)
     # Numerical Recipes' Chebyshev fit of erfc (fractional error < 1.2e-7 for all z)
-    poly = t * (0.17087277 + t * (-0.82215223 + t * 1.48851587))
-    poly = t * (-1.13520398 + t * (0.27886807 + t * (-0.18628806 + poly)))
-    poly = -z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + poly)))
+    poly = np.float32(_ERFC_COEFFS[-1])
+    for c in _ERFC_COEFFS[-2::-1]:
+        poly = c + t * poly
+    poly = t * poly - z * z - 1.26551223
     half_erfc = 0.5 * t * np.exp(poly)
     return np.where(x >= 0, 1.0 - half_erfc, half_erfc).astype(x.dtype, copy=False)
 
@@ -402,7 +405,13 @@ class Binary(Op):
 
     def infer(self, a, b):
         shape = a.shape if a.shape == b.shape else broadcast_shapes(a.shape, b.shape, self.name)
-        self.compute = self.compute_dtype(promote_types(a.dtype, b.dtype))
+        if a.dtype is b.dtype:
+            dt = a.dtype
+        elif bool(a.shape) == bool(b.shape):
+            dt = promote_types(a.dtype, b.dtype)
+        else:
+            dt = result_type(a, b)  # a 0-d tensor widens only across categories
+        self.compute = self.compute_dtype(dt)
         return shape, self.compute
 
     def compute_dtype(self, dt: DType) -> DType:
