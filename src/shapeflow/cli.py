@@ -1,0 +1,59 @@
+"""The `shapeflow` command: demo, train, summary, memory, graph."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def _demo(args) -> int:
+    from .demo import run_demo
+
+    return run_demo(epochs=args.epochs, seed=args.seed, out=args.out)
+
+
+def _train(args) -> int:
+    from .train import train_gpt
+
+    if args.model != "gpt":
+        print(f"unknown model {args.model!r}: only 'gpt' can be trained from the CLI",
+              file=sys.stderr)
+        return 2
+    train_gpt(steps=args.steps, batch_size=args.batch_size, block_size=args.block_size,
+              n_layer=args.layers, n_embd=args.d_model, n_head=args.heads, lr=args.lr,
+              seed=args.seed, sample_tokens=args.sample_tokens)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="shapeflow", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    d = sub.add_parser("demo", help="shape chain, train a ViT on digits, memory, checkpoint")
+    d.add_argument("--epochs", type=int, default=40)
+    d.add_argument("--seed", type=int, default=0)
+    d.add_argument("--out", default=None, help="where to write the checkpoint")
+    d.set_defaults(func=_demo)
+
+    t = sub.add_parser("train", help="train a reference model on bundled data")
+    t.add_argument("model", choices=["gpt"])
+    t.add_argument("--steps", type=int, default=300)
+    t.add_argument("--batch-size", type=int, default=32)
+    t.add_argument("--block-size", type=int, default=64)
+    t.add_argument("--layers", type=int, default=2)
+    t.add_argument("--d-model", type=int, default=128)
+    t.add_argument("--heads", type=int, default=4)
+    t.add_argument("--lr", type=float, default=3e-3)
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--sample-tokens", type=int, default=200)
+    t.set_defaults(func=_train)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

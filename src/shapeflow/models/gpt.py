@@ -1,0 +1,202 @@
+"""A GPT in nanoGPT's layout: pre-LN blocks, causal self-attention, GELU MLP, tied embedding."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import nn
+from ..autograd.grad_mode import no_grad
+from ..errors import ShapeError
+from ..nn import functional as F
+from ..ops.movement import cat
+
+
+@dataclass
+class GPTConfig:
+    vocab_size: int = 50304
+    block_size: int = 1024
+    n_layer: int = 12
+    n_head: int = 12
+    n_embd: int = 768
+    dropout: float = 0.0
+    bias: bool = True
+    n_kv_head: int | None = None  # grouped-query attention when < n_head (memory planning)
+
+
+class KVCache:
+    """Keys and values of the tokens seen so far, one [B, heads, T, head_dim] pair per layer."""
+
+    def __init__(self, n_layer: int) -> None:
+        self.layers: list[tuple | None] = [None] * n_layer
+
+    @property
+    def length(self) -> int:
+        first = self.layers[0]
+        return 0 if first is None else first[0].shape[2]
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, config: GPTConfig) -> None:
+        super().__init__()
+        if config.n_embd % config.n_head:
+            raise ShapeError(f"GPT: n_embd {config.n_embd} is not divisible by n_head "
+                             f"{config.n_head}", op="GPT")
+        self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd, bias=config.bias)
+        self.c_proj = nn.Linear(config.n_embd, config.n_embd, bias=config.bias)
+        self.resid_dropout = nn.Dropout(config.dropout)
+        self.n_head, self.n_embd, self.dropout = config.n_head, config.n_embd, config.dropout
+
+    def forward(self, x, cache: KVCache | None = None, layer: int = 0):
+        B, T, C = x.shape
+        hs = C // self.n_head
+        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
+        q = q.reshape(B, T, self.n_head, hs).transpose(1, 2)
+        k = k.reshape(B, T, self.n_head, hs).transpose(1, 2)
+        v = v.reshape(B, T, self.n_head, hs).transpose(1, 2)
+        past = 0
+        if cache is not None:
+            prev = cache.layers[layer]
+            if prev is not None:
+                past = prev[0].shape[2]
+                k, v = cat([prev[0], k], dim=2), cat([prev[1], v], dim=2)
+            cache.layers[layer] = (k, v)
+        p = self.dropout if self.training else 0.0
+        if past == 0:
+            y = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True)
+        else:
+            # new query i sits at position past + i and may see keys 0 .. past + i
+            from ..tensor import tensor
+
+            S = past + T
+            mask = tensor(np.arange(S)[None, :] <= (past + np.arange(T))[:, None])
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+        y = y.transpose(1, 2).reshape(B, T, C)
+        return self.resid_dropout(self.c_proj(y))
+
+
+class MLP(nn.Module):
+    def __init__(self, config: GPTConfig) -> None:
+        super().__init__()
+        self.c_fc = nn.Linear(config.n_embd, 4 * config.n_embd, bias=config.bias)
+        self.gelu = nn.GELU()
+        self.c_proj = nn.Linear(4 * config.n_embd, config.n_embd, bias=config.bias)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x):
+        return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))
+
+
+class Block(nn.Module):
+    def __init__(self, config: GPTConfig) -> None:
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(config.n_embd, bias=config.bias)
+        self.attn = CausalSelfAttention(config)
+        self.ln_2 = nn.LayerNorm(config.n_embd, bias=config.bias)
+        self.mlp = MLP(config)
+
+    def forward(self, x, cache: KVCache | None = None, layer: int = 0):
+        x = x + self.attn(self.ln_1(x), cache, layer)
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT(nn.Module):
+    """GPT-2-style language model; `forward(idx, targets=None) -> (logits, loss)`."""
+
+    def __init__(self, vocab_size: int = 50304, block_size: int = 1024, n_layer: int = 12,
+                 n_head: int = 12, n_embd: int = 768, dropout: float = 0.0, bias: bool = True,
+                 checkpoint: bool = False, device=None) -> None:
+        super().__init__()
+        self.config = GPTConfig(vocab_size, block_size, n_layer, n_head, n_embd, dropout, bias)
+        c = self.config
+        self.transformer = nn.ModuleDict(dict(
+            wte=nn.Embedding(c.vocab_size, c.n_embd, device=device),
+            wpe=nn.Embedding(c.block_size, c.n_embd, device=device),
+            drop=nn.Dropout(c.dropout),
+            h=nn.ModuleList(Block(c) for _ in range(c.n_layer)),
+            ln_f=nn.LayerNorm(c.n_embd, bias=c.bias),
+        ))
+        self.lm_head = nn.Linear(c.n_embd, c.vocab_size, bias=False)
+        self.lm_head.weight = self.transformer.wte.weight  # tied, as in GPT-2
+        self.checkpoint = checkpoint
+        if device is not None:
+            self.to(device)
+        self.apply(self._init_weights)
+        for name, p in self.named_parameters():
+            if name.endswith("c_proj.weight"):  # GPT-2's scaled init of residual projections
+                nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * c.n_layer))
+
+    @staticmethod
+    def _init_weights(module) -> None:
+        if isinstance(module, nn.Linear):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+
+    def forward(self, idx, targets=None, cache: KVCache | None = None):
+        B, T = idx.shape
+        past = cache.length if cache is not None else 0
+        if type(T) is int and past + T > self.config.block_size:
+            raise ShapeError(
+                f"GPT: sequence of {past + T} tokens is longer than block_size "
+                f"{self.config.block_size}", op="GPT",
+                hint=f"crop the input to idx[:, -{self.config.block_size}:]")
+        from ..factories import arange
+
+        pos = arange(past, past + T, device=idx.device)
+        x = self.transformer.drop(self.transformer.wte(idx) + self.transformer.wpe(pos))
+        for i, block in enumerate(self.transformer.h):
+            if self.checkpoint and cache is None and self.training:
+                from ..checkpoint import checkpoint
+
+                x = checkpoint(block, x)
+            else:
+                x = block(x, cache, i)
+        logits = self.lm_head(self.transformer.ln_f(x))
+        loss = None
+        if targets is not None:
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1),
+                                   ignore_index=-1)
+        return logits, loss
+
+    @no_grad()
+    def generate(self, idx, max_new_tokens: int, temperature: float = 1.0,
+                 top_k: int | None = None, use_cache: bool = True, do_sample: bool = True,
+                 generator=None):
+        """Append max_new_tokens tokens; greedy when do_sample=False (or temperature == 0)."""
+        from ..random import get_rng
+        from ..tensor import tensor
+
+        rng = get_rng(generator)
+        bs = self.config.block_size
+        cache = KVCache(self.config.n_layer) if use_cache else None
+        tokens = idx.numpy().astype(np.int64)
+        fed = 0  # tokens of `tokens` already in the cache
+        for _ in range(max_new_tokens):
+            if cache is not None and fed and tokens.shape[1] <= bs:
+                step_in = tokens[:, fed:]
+            else:
+                # no cache, or the window slid past block_size: positions shift, start over
+                window = tokens[:, -bs:]
+                if cache is not None:
+                    cache = KVCache(self.config.n_layer)
+                step_in, fed = window, 0
+            logits, _ = self(tensor(step_in), cache=cache)
+            fed = tokens.shape[1] if cache is not None else 0
+            last = logits.numpy()[:, -1, :].astype(np.float64)
+            if not do_sample or temperature == 0:
+                nxt = last.argmax(-1)
+            else:
+                last = last / temperature
+                if top_k is not None:
+                    kth = np.sort(last, axis=-1)[:, -min(top_k, last.shape[-1])][:, None]
+                    last = np.where(last < kth, -np.inf, last)
+                probs = np.exp(last - last.max(-1, keepdims=True))
+                probs /= probs.sum(-1, keepdims=True)
+                nxt = np.array([rng.choice(len(p), p=p) for p in probs])
+            tokens = np.concatenate([tokens, nxt[:, None]], axis=1)
+        return tensor(tokens)
