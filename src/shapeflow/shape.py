@@ -34,6 +34,16 @@ def format_shape(shape: Iterable) -> str:
     return "[" + ", ".join(str(s) for s in shape) + "]"
 
 
+def shapes_equal(a: tuple, b: tuple) -> bool:
+    """Exact equality of two shapes; False (not an error) when symbols cannot be told apart."""
+    if a is b:
+        return True
+    try:
+        return tuple(a) == tuple(b)
+    except ShapeflowError:
+        return False
+
+
 def is_concrete(shape: tuple) -> bool:
     return all(type(s) is int for s in shape)
 

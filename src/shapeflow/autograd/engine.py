@@ -107,17 +107,21 @@ def _bad_grad(node, grad, shape) -> GraphError:
     )
 
 
-def run_backward(roots, retain_graph: bool, create_graph: bool, capture=None):
-    """Propagate gradients from (tensor, grad) roots; return grads of `capture` tensors."""
+def run_backward(roots, retain_graph: bool, create_graph: bool, capture=(),
+                 accumulate: bool = True):
+    """Propagate gradients from (tensor, grad) roots; return the grads of `capture` tensors.
+
+    Leaves not in `capture` get their grads accumulated into `.grad` when `accumulate`.
+    """
     root_nodes = [t.grad_fn for t, _ in roots if t.grad_fn is not None]
     order = _topo_order(root_nodes)
     grads: dict[int, Tensor] = {}       # node id -> summed grad of its output
     owned: set[int] = set()              # grads this pass created (safe to add into in place)
     leaf_grads: dict[int, list] = {}     # leaf id -> [tensor, summed grad]
     capture_ids = {}
-    for i, t in enumerate(capture or ()):
+    for i, t in enumerate(capture):
         capture_ids[id(t.grad_fn) if t.grad_fn is not None else id(t)] = i
-    captured = [None] * len(capture or ())
+    captured = [None] * len(capture)
 
     def accumulate(store: dict, key: int, g: Tensor) -> None:
         old = store.get(key)
@@ -180,7 +184,7 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=None):
                         g = new
             if leaf_id in capture_ids:
                 captured[capture_ids[leaf_id]] = g
-            elif capture is None:
+            elif accumulate:
                 _accumulate_leaf(leaf, g, create_graph)
     return captured
 
@@ -220,7 +224,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     roots = _roots_and_grads(tensors, grad_tensors, "backward")
     if inputs is not None:
         inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
-        grads = run_backward(roots, retain_graph, create_graph, capture=inputs)
+        grads = run_backward(roots, retain_graph, create_graph, capture=inputs,
+                             accumulate=False)
         for t, g in zip(inputs, grads):
             if g is not None:
                 _accumulate_leaf(t, g, create_graph)
@@ -242,7 +247,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         if not t.requires_grad:
             raise GraphError(f"grad: an input {describe(t)} does not require grad", op="grad")
     roots = _roots_and_grads(outputs, grad_outputs, "grad")
-    grads = run_backward(roots, retain_graph, create_graph, capture=inputs)
+    grads = run_backward(roots, retain_graph, create_graph, capture=inputs, accumulate=False)
     for i, g in enumerate(grads):
         if g is None and not allow_unused:
             raise GraphError(

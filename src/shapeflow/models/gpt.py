@@ -151,7 +151,7 @@ class GPT(nn.Module):
         x = self.transformer.drop(self.transformer.wte(idx) + self.transformer.wpe(pos))
         for i, block in enumerate(self.transformer.h):
             if self.checkpoint and cache is None and self.training:
-                from ..checkpoint import checkpoint
+                from ..recompute import checkpoint
 
                 x = checkpoint(block, x)
             else:

@@ -10,7 +10,7 @@ from .. import dtypes as _dt
 from ..device import Device, cpu, meta
 from ..dtypes import DType, promote_types, result_type
 from ..errors import DeviceError, DTypeError
-from ..shape import broadcast_shapes
+from ..shape import broadcast_shapes, shapes_equal
 from ..tensor import Tensor, describe
 from .base import OUT, OUT_ACT, X0, X0_ACT, X1, Op, apply
 
@@ -404,7 +404,7 @@ class Binary(Op):
     """Two tensors, broadcast; forward computes in the promoted dtype (`self.compute`)."""
 
     def infer(self, a, b):
-        shape = a.shape if a.shape == b.shape else broadcast_shapes(a.shape, b.shape, self.name)
+        shape = a.shape if shapes_equal(a.shape, b.shape) else broadcast_shapes(a.shape, b.shape, self.name)
         if a.dtype is b.dtype:
             dt = a.dtype
         elif bool(a.shape) == bool(b.shape):
@@ -559,7 +559,7 @@ class Compare(Binary):
 
     def infer(self, a, b):
         Binary.infer(self, a, b)
-        return (a.shape if a.shape == b.shape else broadcast_shapes(a.shape, b.shape, self.name),
+        return (a.shape if shapes_equal(a.shape, b.shape) else broadcast_shapes(a.shape, b.shape, self.name),
                 _dt.bool_)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ShapeError
-from ..shape import format_shape, is_concrete, prod_dims
+from ..shape import format_shape, is_concrete, prod_dims, shapes_equal
 from ..tensor import Tensor, describe
 from .base import Op, apply
 
@@ -164,7 +164,7 @@ class Permute(View):
 def reshape(x: Tensor, *shape) -> Tensor:
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
-    if shape == tuple(x.shape):
+    if shapes_equal(shape, x.shape):
         return _view_apply(Reshape(shape), x) if x.requires_grad else x
     return _view_apply(Reshape(shape), x)
 
@@ -176,7 +176,7 @@ def view(x: Tensor, *shape) -> Tensor:
 def expand(x: Tensor, *shape) -> Tensor:
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
-    if tuple(shape) == tuple(x.shape):
+    if shapes_equal(tuple(shape), x.shape):
         return x
     return _view_apply(Expand(shape), x)
 

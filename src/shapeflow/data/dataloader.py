@@ -1,0 +1,294 @@
+"""DataLoader: batches of a dataset in sampler order, collated into tensors; and its samplers.
+
+Shuffling is deterministic: `seed=s` gives epoch e the order of a NumPy generator
+seeded with (s, e), so the same seed gives the same orders in every run and each
+epoch a new one; `generator=g` draws from g (as PyTorch does); with neither, the
+default generator is used (`sf.manual_seed` fixes it).
+"""
+
+from __future__ import annotations
+
+import collections.abc as abc
+
+import numpy as np
+
+from ..device import cpu
+from ..dtypes import from_numpy_dtype
+from ..errors import ShapeError
+from ..random import Generator, get_rng
+from ..tensor import Tensor, describe
+from .dataset import batch_fetcher
+
+
+class Sampler:
+    """Yields the indices (keys) of a dataset, one epoch per `iter()`."""
+
+    def __init__(self, data_source=None) -> None:
+        pass
+
+    def __iter__(self):
+        raise NotImplementedError
+
+    def _indices(self):
+        """The epoch's indices as one int64 array (overridden where it can be done fast)."""
+        return np.fromiter(iter(self), dtype=np.int64)
+
+
+class SequentialSampler(Sampler):
+    """0, 1, ..., len(data_source) - 1."""
+
+    def __init__(self, data_source) -> None:
+        self.data_source = data_source
+
+    def __iter__(self):
+        return iter(range(len(self.data_source)))
+
+    def __len__(self) -> int:
+        return len(self.data_source)
+
+    def _indices(self) -> np.ndarray:
+        return np.arange(len(self.data_source), dtype=np.int64)
+
+
+class RandomSampler(Sampler):
+    """A new random order each epoch (or `num_samples` draws with replacement)."""
+
+    def __init__(self, data_source, replacement: bool = False, num_samples: int | None = None,
+                 generator: Generator | None = None, seed: int | None = None) -> None:
+        self.data_source = data_source
+        self.replacement = replacement
+        self._num_samples = num_samples
+        self.generator = generator
+        self.seed = seed
+        self.epoch = 0
+        if num_samples is not None and (not isinstance(num_samples, int) or num_samples <= 0):
+            raise ValueError(f"num_samples must be a positive int, got {num_samples!r}")
+
+    @property
+    def num_samples(self) -> int:
+        return len(self.data_source) if self._num_samples is None else self._num_samples
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+    def set_epoch(self, epoch: int) -> None:
+        """Make the next `iter()` give epoch `epoch`'s order (with a seed)."""
+        self.epoch = int(epoch)
+
+    def _rng(self) -> np.random.Generator:
+        if self.seed is not None:
+            rng = np.random.default_rng([int(self.seed), self.epoch])
+            self.epoch += 1
+            return rng
+        self.epoch += 1
+        return get_rng(self.generator)
+
+    def _indices(self) -> np.ndarray:
+        n, k, rng = len(self.data_source), self.num_samples, self._rng()
+        if self.replacement:
+            return rng.integers(0, n, size=k, dtype=np.int64)
+        if k == n:
+            return rng.permutation(n)
+        # more (or fewer) samples than the dataset holds: whole permutations, then part of one
+        parts = [rng.permutation(n) for _ in range(k // n)]
+        parts.append(rng.permutation(n)[: k % n])
+        return np.concatenate(parts).astype(np.int64, copy=False)
+
+    def __iter__(self):
+        return iter(self._indices().tolist())
+
+
+class SubsetRandomSampler(Sampler):
+    """The given indices in a new random order each epoch."""
+
+    def __init__(self, indices, generator: Generator | None = None) -> None:
+        self.indices = np.asarray(list(indices), dtype=np.int64)
+        self.generator = generator
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    def _indices(self) -> np.ndarray:
+        return self.indices[get_rng(self.generator).permutation(len(self.indices))]
+
+    def __iter__(self):
+        return iter(self._indices().tolist())
+
+
+class BatchSampler(Sampler):
+    """Groups a sampler's indices into lists of `batch_size` (the last shorter, or dropped)."""
+
+    def __init__(self, sampler, batch_size: int, drop_last: bool) -> None:
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
+            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        self.sampler = sampler
+        self.batch_size = batch_size
+        self.drop_last = drop_last
+
+    def __len__(self) -> int:
+        n = len(self.sampler)
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+    def _chunks(self, as_array: bool):
+        """The epoch's batches, as int64 arrays (as_array) or lists of the sampler's keys."""
+        if as_array or isinstance(self.sampler, (SequentialSampler, RandomSampler,
+                                                 SubsetRandomSampler)):
+            indices = self.sampler._indices() if hasattr(self.sampler, "_indices") else (
+                np.asarray(list(self.sampler), dtype=np.int64))
+            if not as_array:
+                indices = indices.tolist()
+        else:
+            indices = list(self.sampler)
+        bs, n = self.batch_size, len(indices)
+        stop = n - n % bs if self.drop_last else n
+        for start in range(0, stop, bs):
+            yield indices[start:start + bs]
+
+    def __iter__(self):
+        return self._chunks(as_array=False)
+
+
+class DataLoader:
+    """Iterates a dataset in batches (as `torch.utils.data.DataLoader`, in this process).
+
+    `for x, y in DataLoader(TensorDataset(X, Y), batch_size=64, shuffle=True, seed=0)`.
+    A TensorDataset (or a Subset of one) is batched by fancy-indexing its arrays once
+    per batch. `num_workers` and `pin_memory` are accepted for PyTorch code and ignored:
+    loading runs in the calling process.
+    """
+
+    def __init__(self, dataset, batch_size: int | None = 1, shuffle: bool = False, sampler=None,
+                 *, batch_sampler=None, drop_last: bool = False, collate_fn=None,
+                 generator: Generator | None = None, seed: int | None = None,
+                 num_workers: int = 0, pin_memory: bool = False) -> None:
+        if seed is not None and generator is not None:
+            raise ValueError("DataLoader: pass a seed or a generator, not both")
+        if sampler is not None and shuffle:
+            raise ValueError("DataLoader: sampler option is mutually exclusive with shuffle")
+        if batch_sampler is not None:
+            if batch_size != 1 or shuffle or sampler is not None or drop_last:
+                raise ValueError(
+                    "DataLoader: batch_sampler option is mutually exclusive with batch_size, "
+                    "shuffle, sampler and drop_last"
+                )
+            batch_size = None
+        elif batch_size is None and drop_last:
+            raise ValueError("DataLoader: batch_size=None option disables auto-batching and is "
+                             "mutually exclusive with drop_last")
+        if sampler is None:
+            sampler = (RandomSampler(dataset, generator=generator, seed=seed) if shuffle
+                       else SequentialSampler(dataset))
+        if batch_sampler is None and batch_size is not None:
+            batch_sampler = BatchSampler(sampler, batch_size, drop_last)
+        self.dataset = dataset
+        self.batch_size = batch_size
+        self.drop_last = drop_last
+        self.sampler = sampler
+        self.batch_sampler = batch_sampler
+        self.collate_fn = collate_fn
+        self.generator = generator
+        self.seed = seed
+        self.num_workers = num_workers
+        self.pin_memory = pin_memory
+
+    def __len__(self) -> int:
+        if self.batch_sampler is not None:
+            return len(self.batch_sampler)
+        return len(self.sampler)
+
+    def set_epoch(self, epoch: int) -> None:
+        """Make the next epoch epoch number `epoch` (its order, with a seed)."""
+        if hasattr(self.sampler, "set_epoch"):
+            self.sampler.set_epoch(epoch)
+
+    def __iter__(self):
+        dataset, collate = self.dataset, self.collate_fn
+        if self.batch_sampler is None:  # batch_size=None: samples one by one
+            for i in self.sampler:
+                yield dataset[i] if collate is None else collate(dataset[i])
+            return
+        fetch = batch_fetcher(dataset) if collate is None else None
+        if isinstance(self.batch_sampler, BatchSampler):
+            batches = self.batch_sampler._chunks(as_array=fetch is not None)
+        else:
+            batches = iter(self.batch_sampler)
+        if fetch is not None:
+            for idx in batches:
+                yield fetch(np.asarray(idx, dtype=np.int64))
+            return
+        collate = collate or default_collate
+        for idx in batches:
+            yield collate([dataset[i] for i in idx])
+
+    def __repr__(self) -> str:
+        return (f"DataLoader({type(self.dataset).__name__} of {len(self.dataset)}, "
+                f"batch_size={self.batch_size}, batches={len(self)})")
+
+
+def _wrap(arr: np.ndarray) -> Tensor:
+    return Tensor._make(arr, arr.shape, from_numpy_dtype(arr.dtype), cpu)
+
+
+def _stack(arrays: list, samples: list) -> Tensor:
+    first = arrays[0].shape
+    for a, s in zip(arrays, samples):
+        if a.shape != first:
+            raise ShapeError(
+                f"default_collate: samples of different shapes cannot be stacked into a batch: "
+                f"{list(first)} and {list(a.shape)}",
+                op="default_collate",
+                operands=[("sample 0", describe(samples[0])), ("sample", describe(s))],
+                hint="pad the samples to one shape, or pass a collate_fn",
+            )
+    return _wrap(np.stack(arrays))
+
+
+def default_collate(batch):
+    """Stack a list of samples into a batch, as PyTorch's `default_collate`.
+
+    Tensors, NumPy arrays and NumPy scalars stack into a tensor with a new first dim;
+    Python ints become int64, floats float64, bools bool; strings stay a list; dicts
+    collate per key; tuples and lists collate per position (a tuple gives a list,
+    as in PyTorch; a namedtuple stays one).
+    """
+    elem = batch[0]
+    if isinstance(elem, Tensor):
+        return _stack([t._need_data("default_collate") for t in batch], batch)
+    if isinstance(elem, np.ndarray):
+        if elem.dtype.kind in "SaUO":
+            raise TypeError(f"default_collate: cannot batch NumPy arrays of dtype {elem.dtype}")
+        return _stack([np.asarray(a) for a in batch], batch)
+    if isinstance(elem, np.generic) and elem.dtype.kind in "biuf":
+        return _wrap(np.array(batch))
+    if isinstance(elem, bool):
+        return _wrap(np.array(batch, dtype=np.bool_))
+    if isinstance(elem, int):
+        return _wrap(np.array(batch, dtype=np.int64))
+    if isinstance(elem, float):
+        return _wrap(np.array(batch, dtype=np.float64))
+    if isinstance(elem, (str, bytes)):
+        return batch
+    if isinstance(elem, abc.Mapping):
+        out = {key: default_collate([d[key] for d in batch]) for key in elem}
+        try:
+            return type(elem)(out)
+        except TypeError:
+            return out
+    if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # namedtuple
+        return type(elem)(*(default_collate(list(s)) for s in zip(*batch)))
+    if isinstance(elem, abc.Sequence):
+        size = len(elem)
+        if any(len(e) != size for e in batch):
+            raise RuntimeError("default_collate: each element in list of batch should be of "
+                               f"equal size, got sizes {sorted({len(e) for e in batch})}")
+        columns = [default_collate(list(s)) for s in zip(*batch)]
+        if isinstance(elem, tuple):
+            return columns
+        try:
+            return type(elem)(columns)
+        except TypeError:
+            return columns
+    raise TypeError(
+        "default_collate: a batch must contain tensors, NumPy arrays, numbers, strings, dicts "
+        f"or lists; found {type(elem).__name__}"
+    )

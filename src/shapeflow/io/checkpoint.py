@@ -1,0 +1,394 @@
+"""`save` / `load`: checkpoints as safetensors files, never pickle.
+
+Tensors go into the file's tensor section, named by their path in the object
+(`fc.weight`, `state.0.exp_avg`), so a flat state dict is a plain safetensors
+file other tools read. Everything around them (dicts, lists, tuples, numbers,
+strings, None) goes as one JSON document under the metadata key "shapeflow",
+with tags where JSON alone would lose a type:
+
+    {"$tensor": name}  {"$ndarray": name}  {"$tuple": [...]}  {"$dict": {str: ...}}
+    {"$items": [[key, value], ...]} (a dict with non-str keys)  {"$odict": [[k, v], ...]}
+    {"$float": "nan" | "inf" | "-inf"}  {"$np": [dtype, value]}  {"$dtype": name}
+
+Lists are JSON arrays; every dict is tagged, so no JSON object is ever ambiguous.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import json
+import math
+import os
+import secrets
+import struct
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..device import cpu, meta
+from ..errors import CheckpointError, DeviceError, ShapeflowError
+from ..tensor import Tensor
+
+KEY = "shapeflow"
+FORMAT = "shapeflow.checkpoint"
+VERSION = 1
+_CHUNK = 1 << 24  # bytes per write call
+
+# safetensors dtype codes <-> shapeflow dtypes
+_CODES = {
+    "F64": _dt.float64, "F32": _dt.float32, "F16": _dt.float16, "BF16": _dt.bfloat16,
+    "I64": _dt.int64, "I32": _dt.int32, "I16": _dt.int16, "I8": _dt.int8, "U8": _dt.uint8,
+    "BOOL": _dt.bool_,
+}
+
+
+# ---- save -------------------------------------------------------------------------------------
+
+class _Encoder:
+    """Walks an object: tensors into `arrays` (by name), the rest into a JSON-able skeleton."""
+
+    def __init__(self) -> None:
+        self.arrays: dict[str, np.ndarray] = {}
+        self.names: dict[int, str] = {}  # id(tensor) -> name: a tensor saved twice is stored once
+        self.keep: list = []  # keeps the tensors alive so ids stay unique during the walk
+
+    def name_for(self, path: list) -> str:
+        base = ".".join(str(p) for p in path) or "tensor"
+        name, k = base, 0
+        while name in self.arrays or name == "__metadata__":
+            k += 1
+            name = f"{base}#{k}"
+        return name
+
+    def tensor(self, x, path: list, tag: str):
+        if id(x) in self.names:
+            return {tag: self.names[id(x)]}
+        if isinstance(x, Tensor):
+            if x.device is meta:
+                raise DeviceError(
+                    f"save: the meta tensor at {_where(path)} {list(x.shape)} {x.dtype} has "
+                    "shape and dtype but no data to save",
+                    op="save",
+                    hint="save tensors of a model that ran on cpu; meta traces shapes only",
+                )
+            arr = x.data
+        else:
+            arr = x
+            if arr.dtype not in _dt._BY_NP:
+                raise TypeError(f"save: cannot save a NumPy array of dtype {arr.dtype} at "
+                                f"{_where(path)}")
+        name = self.name_for(path)
+        self.arrays[name] = np.asarray(arr, order="C")  # (ascontiguousarray makes 0-d 1-d)
+        self.names[id(x)] = name
+        self.keep.append(x)
+        return {tag: name}
+
+    def encode(self, x, path: list):
+        t = type(x)
+        if x is None or t is bool or t is str:
+            return x
+        if t is int:
+            return x
+        if t is float:
+            return x if math.isfinite(x) else {"$float": repr(x)}
+        if isinstance(x, Tensor):
+            return self.tensor(x, path, "$tensor")
+        if t is np.ndarray:
+            return self.tensor(x, path, "$ndarray")
+        if t is list:
+            return [self.encode(v, [*path, i]) for i, v in enumerate(x)]
+        if t is tuple:
+            return {"$tuple": [self.encode(v, [*path, i]) for i, v in enumerate(x)]}
+        if t is dict:
+            if all(type(k) is str for k in x):
+                return {"$dict": {k: self.encode(v, [*path, k]) for k, v in x.items()}}
+            return {"$items": [[self.key(k, path), self.encode(v, [*path, k])]
+                               for k, v in x.items()]}
+        if t is collections.OrderedDict:
+            return {"$odict": [[self.key(k, path), self.encode(v, [*path, k])]
+                               for k, v in x.items()]}
+        if isinstance(x, np.generic) and x.dtype in _dt._BY_NP:
+            dt = _dt._BY_NP[x.dtype]
+            return {"$np": [dt.name, float(x) if dt.is_floating_point else x.item()]}
+        if isinstance(x, _dt.DType):
+            return {"$dtype": x.name}
+        raise TypeError(
+            f"save: cannot save a {t.__name__} at {_where(path)}: a checkpoint holds dicts, lists, "
+            "tuples, str, int, float, bool, None, dtypes and tensors"
+        )
+
+    def key(self, k, path):
+        if isinstance(k, (Tensor, np.ndarray)) or type(k) in (list, dict):
+            raise TypeError(f"save: a {type(k).__name__} cannot be a dict key (at {_where(path)})")
+        return self.encode(k, [*path, "<key>"])
+
+
+def _where(path: list) -> str:
+    return "obj" + "".join(f"[{p!r}]" for p in path)
+
+
+def _write_bytes(f, data: bytes) -> None:
+    """Write `data` to the open file `f` in chunks (the step a crash could interrupt)."""
+    view = memoryview(data)
+    for start in range(0, len(view), _CHUNK):
+        f.write(view[start:start + _CHUNK])
+
+
+def save(obj, path) -> None:
+    """Write `obj` (a state dict, or any nesting of containers with tensors) to `path`.
+
+    The file is safetensors; the write is atomic: a temporary file in the same folder,
+    flushed and fsynced, then renamed over `path`. If anything fails, `path` is untouched.
+    """
+    from safetensors.numpy import save as st_save
+
+    path = os.fspath(path)
+    enc = _Encoder()
+    skeleton = enc.encode(obj, [])
+    doc = json.dumps({"format": FORMAT, "version": VERSION, "obj": skeleton},
+                     ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    data = st_save(enc.arrays, metadata={KEY: doc})
+
+    folder = os.path.dirname(os.path.abspath(path))
+    tmp = os.path.join(folder, f".{os.path.basename(path)}.{secrets.token_hex(4)}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies
+    except OSError as e:
+        raise CheckpointError(f"cannot save {path}: {e.strerror or e}", op="save") from e
+    try:
+        with os.fdopen(fd, "wb") as f:
+            _write_bytes(f, data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException as e:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        if isinstance(e, OSError) and not isinstance(e, CheckpointError):
+            raise CheckpointError(f"cannot save {path}: {e.strerror or e}", op="save") from e
+        raise
+    _fsync_folder(folder)
+
+
+def _fsync_folder(folder: str) -> None:
+    """Make the rename itself durable (POSIX); best effort where folders cannot be opened."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# ---- load -------------------------------------------------------------------------------------
+
+def _fail(path, reason: str, hint: str | None = None) -> CheckpointError:
+    return CheckpointError(f"cannot load {path}: {reason}", op="load", hint=hint)
+
+
+def _guess(head: bytes) -> str | None:
+    """What a file that is not safetensors looks like, for the hint."""
+    if head.startswith(b"PK\x03\x04"):
+        return "it looks like a zip archive (a PyTorch .pt/.pth file?); shapeflow never unpickles"
+    if head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
+        return "it looks like a pickle; shapeflow never unpickles"
+    if head.startswith(b"\x93NUMPY"):
+        return "it looks like a NumPy .npy file: use numpy.load"
+    if head.startswith(b"\x1f\x8b"):
+        return "it looks gzip-compressed"
+    if head and all(32 <= b < 127 or b in (9, 10, 13) for b in head):
+        return "it looks like a text file"
+    return None
+
+
+def _read_header(path, f, size: int) -> tuple[dict, int]:
+    """The parsed safetensors header and where the data section starts; CheckpointError if bad."""
+    head = f.read(8)
+    if len(head) < 8:
+        raise _fail(path, f"not a safetensors file: it is {size} bytes, shorter than the 8-byte "
+                          "header length", _guess(head))
+    (n,) = struct.unpack("<Q", head)
+    if n > size - 8:
+        raise _fail(path, f"not a safetensors file: header length {n} exceeds file size {size}",
+                    _guess(head))
+    raw = f.read(n)
+    if len(raw) != n:
+        raise _fail(path, f"truncated: the header needs {n} bytes, the file holds {len(raw)}")
+    try:
+        header = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise _fail(path, "not a safetensors file: header is not valid JSON",
+                    _guess(head + raw[:64])) from None
+    if not isinstance(header, dict):
+        raise _fail(path, "not a safetensors file: header is not a JSON object")
+    data_len = size - 8 - n
+    for name, info in header.items():
+        if name == "__metadata__":
+            if info is not None and not (isinstance(info, dict)
+                                         and all(isinstance(v, str) for v in info.values())):
+                raise _fail(path, "corrupted header: __metadata__ is not a str -> str map")
+            continue
+        _check_entry(path, name, info, data_len)
+    return header, 8 + n
+
+
+def _check_entry(path, name: str, info, data_len: int) -> None:
+    ok = (isinstance(info, dict) and isinstance(info.get("dtype"), str)
+          and isinstance(info.get("shape"), list) and isinstance(info.get("data_offsets"), list)
+          and len(info["data_offsets"]) == 2
+          and all(type(v) is int and v >= 0 for v in info["shape"] + info["data_offsets"]))
+    if not ok:
+        raise _fail(path, f"corrupted header: tensor {name!r} has no valid dtype, shape and "
+                          "data_offsets")
+    code, (begin, end) = info["dtype"], info["data_offsets"]
+    if code not in _CODES:
+        raise _fail(path, f"tensor {name!r} has dtype {code}, which shapeflow lacks",
+                    "supported: " + ", ".join(_CODES))
+    if end < begin:
+        raise _fail(path, f"corrupted header: tensor {name!r} has data_offsets [{begin}, {end}]")
+    if end > data_len:
+        raise _fail(path, f"truncated: tensor {name!r} ends at byte {end} of the data section, "
+                          f"which holds {data_len} bytes")
+    need = math.prod(info["shape"]) * _CODES[code].itemsize
+    if end - begin != need:
+        raise _fail(path, f"corrupted header: tensor {name!r} of shape {info['shape']} {code} "
+                          f"needs {need} bytes, its offsets span {end - begin}")
+
+
+class _Decoder:
+    def __init__(self, path, header: dict, tensors) -> None:
+        self.path, self.header, self.tensors = path, header, tensors
+        self.made: dict[str, object] = {}  # a name referenced twice gives one object
+
+    def bad(self, what: str) -> CheckpointError:
+        return _fail(self.path, f"corrupted metadata: {what}")
+
+    def array(self, name):
+        if not isinstance(name, str):
+            raise self.bad(f"a tensor reference is {name!r}, not a name")
+        if name not in self.header or name == "__metadata__":
+            raise _fail(self.path, f"tensor {name!r} missing: the metadata refers to it but the "
+                                   "file holds no such tensor")
+        return self.tensors(name)
+
+    def decode(self, x):
+        if x is None or type(x) in (bool, int, float, str):
+            return x
+        if type(x) is list:
+            return [self.decode(v) for v in x]
+        if type(x) is not dict or len(x) != 1:
+            raise self.bad(f"unexpected value {x!r:.80}")
+        ((tag, v),) = x.items()
+        if tag == "$tensor" or tag == "$ndarray":
+            key = (tag, v if isinstance(v, str) else repr(v))
+            if key not in self.made:
+                arr = self.array(v)  # an ndarray, or a meta Tensor with map_location="meta"
+                self.made[key] = arr if tag == "$ndarray" else _as_tensor(arr)
+            return self.made[key]
+        if tag == "$tuple" and type(v) is list:
+            return tuple(self.decode(e) for e in v)
+        if tag == "$dict" and type(v) is dict:
+            return {k: self.decode(e) for k, e in v.items()}
+        if tag in ("$items", "$odict") and type(v) is list:
+            if not all(type(p) is list and len(p) == 2 for p in v):
+                raise self.bad(f"{tag} entries must be [key, value] pairs")
+            try:
+                pairs = [(self.decode(k), self.decode(e)) for k, e in v]
+                return dict(pairs) if tag == "$items" else collections.OrderedDict(pairs)
+            except TypeError:
+                raise self.bad(f"{tag} holds a key that cannot be a dict key") from None
+        if tag == "$float" and v in ("nan", "inf", "-inf"):
+            return float(v)
+        if tag == "$np" and type(v) is list and len(v) == 2 and isinstance(v[0], str):
+            try:
+                return _dt.get_dtype(v[0]).np.type(v[1])
+            except (TypeError, ValueError, ShapeflowError):
+                raise self.bad(f"bad NumPy scalar {v!r}") from None
+        if tag == "$dtype" and isinstance(v, str) and v in _dt._BY_NAME:
+            return _dt.get_dtype(v)
+        raise self.bad(f"unknown tag {tag!r} or a bad value for it")
+
+
+def load(path, map_location=None, weights_only: bool = True):
+    """Read what `save` wrote (or any safetensors file: a dict of name -> tensor).
+
+    `map_location="meta"` reads only the header: meta tensors with each shape and dtype,
+    no data. `weights_only` is accepted for PyTorch code: loading never runs code.
+    A missing, truncated, corrupted or foreign file raises CheckpointError naming it.
+    """
+    from ..device import get_device
+
+    device = get_device(map_location) if map_location is None or isinstance(
+        map_location, str) else cpu
+    path = os.fspath(path)
+    try:
+        f = open(path, "rb")  # noqa: SIM115  (closed by the with below)
+    except FileNotFoundError:
+        raise _fail(path, "no such file") from None
+    except IsADirectoryError:
+        raise _fail(path, "it is a folder, not a file") from None
+    except OSError as e:
+        raise _fail(path, e.strerror or str(e)) from None
+    with f:
+        header, _ = _read_header(path, f, os.fstat(f.fileno()).st_size)
+    doc = (header.get("__metadata__") or {}).get(KEY)
+    parsed = None
+    if doc is not None:
+        try:
+            parsed = json.loads(doc)
+        except ValueError:
+            raise _fail(path, "metadata is not valid JSON") from None
+        if not (isinstance(parsed, dict) and parsed.get("format") == FORMAT and "obj" in parsed):
+            raise _fail(path, f"corrupted metadata: the {KEY!r} entry is not a shapeflow "
+                              "checkpoint")
+        version = parsed.get("version")
+        if type(version) is not int or version > VERSION:
+            raise _fail(path, f"checkpoint format version {version!r} is not one this shapeflow "
+                              f"reads (1..{VERSION})", "upgrade shapeflow")
+
+    if device is meta:
+        def tensors(name):
+            info = header[name]
+            return Tensor._make(None, tuple(info["shape"]), _CODES[info["dtype"]], meta)
+
+        return _decode(path, header, parsed, tensors)
+
+    from safetensors import safe_open
+
+    try:
+        handle = safe_open(path, framework="numpy")
+    except Exception as e:  # the library's own checks, beyond ours
+        raise _fail(path, f"corrupted safetensors file: {e}") from None
+    with handle:
+        return _decode(path, header, parsed, lambda name: _read(path, header, handle, name))
+
+
+def _decode(path, header: dict, parsed, tensors):
+    if parsed is None:  # a plain safetensors file: its tensors by name
+        return {name: _as_tensor(tensors(name)) for name in header if name != "__metadata__"}
+    return _Decoder(path, header, tensors).decode(parsed["obj"])
+
+
+def _as_tensor(arr):
+    if isinstance(arr, Tensor):
+        return arr
+    return Tensor._make(arr, arr.shape, _dt.from_numpy_dtype(arr.dtype), cpu)
+
+
+def _read(path, header: dict, handle, name: str) -> np.ndarray:
+    """Tensor `name` as a writable NumPy array, checked against the header."""
+    info = header[name]
+    try:
+        arr = handle.get_tensor(name)
+    except Exception as e:  # a read the library rejects
+        raise _fail(path, f"corrupted safetensors file: tensor {name!r}: {e}") from None
+    want = _CODES[info["dtype"]].np
+    if arr.dtype != want or list(arr.shape) != info["shape"]:
+        raise _fail(path, f"tensor {name!r} read back as {arr.dtype} {list(arr.shape)}, the "
+                          f"header says {info['dtype']} {info['shape']}")
+    return arr if arr.flags.writeable else arr.copy()
