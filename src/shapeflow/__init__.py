@@ -21,12 +21,15 @@ from .factories import (
 from .ops.elementwise import *  # noqa: F403
 from .ops.linalg import *  # noqa: F403
 from .ops.movement import *  # noqa: F403
+from .ops.nn import *  # noqa: F403
+from .ops.conv import *  # noqa: F403
 from .ops.reduce import *  # noqa: F403
 from .io import load, save
 from .random import Generator, initial_seed, manual_seed, seed
 from .recompute import checkpoint
 from .shape import Shape
 from .symbolic import Dim, dims
+from .inspect.contracts import check, shapes
 from .tensor import Tensor, as_tensor, from_numpy, tensor
 
 float = float32  # noqa: A001

@@ -5,9 +5,10 @@ from __future__ import annotations
 from .ops import elementwise as E
 from .ops import inplace as I
 from .ops import linalg, movement, reduce
+from .ops import nn as nn_ops
 from .tensor import Tensor
 
-_MODULES = (E, reduce, movement, linalg)
+_MODULES = (E, reduce, movement, linalg, nn_ops)
 
 
 def _attach_methods() -> None:

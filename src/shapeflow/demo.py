@@ -15,7 +15,6 @@ DEMO_VIT = dict(image_size=8, patch_size=2, in_channels=1, num_classes=10, dim=6
 
 def evaluate(model, dataset, batch_size: int = 512) -> float:
     """Top-1 accuracy of model on a TensorDataset."""
-    import numpy as np
 
     from .autograd.grad_mode import no_grad
     from .data import DataLoader

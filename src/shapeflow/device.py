@@ -17,6 +17,9 @@ class Device(str):
     def __repr__(self) -> str:
         return f"device(type='{self}')"
 
+    def __reduce__(self):  # unpickle to the one shared instance (ops compare devices by `is`)
+        return (get_device, (str(self),))
+
 
 cpu = Device("cpu")
 meta = Device("meta")

@@ -145,7 +145,7 @@ def _default_for(category: int) -> DType:
 
 
 def result_type(*operands) -> DType:
-    """Promote tensors and Python scalars by PyTorch's three tiers: tensors, 0-d tensors, scalars."""
+    """Promote tensors and Python scalars by PyTorch's tiers: tensors, 0-d tensors, scalars."""
     tiers: list[DType | None] = [None, None, None]
     for x in operands:
         dt = getattr(x, "dtype", None)

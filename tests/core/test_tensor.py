@@ -18,7 +18,8 @@ def test_factories_match_torch_shapes_and_dtypes():
         (sf.linspace(0, 1, 5), torch.linspace(0, 1, 5)), (sf.eye(3), torch.eye(3)),
         (sf.eye(2, 3), torch.eye(2, 3)), (sf.tensor([1, 2]), torch.tensor([1, 2])),
         (sf.tensor([1.0, 2]), torch.tensor([1.0, 2])), (sf.tensor(True), torch.tensor(True)),
-        (sf.zeros_like(sf.ones(2, dtype=sf.int32)), torch.zeros_like(torch.ones(2, dtype=torch.int32))),
+        (sf.zeros_like(sf.ones(2, dtype=sf.int32)),
+         torch.zeros_like(torch.ones(2, dtype=torch.int32))),
     ]
     for s, t in cases:
         assert tuple(s.shape) == tuple(t.shape)
@@ -37,7 +38,7 @@ def test_random_is_seeded():
     d = sf.rand(2, generator=sf.Generator().manual_seed(5))
     np.testing.assert_array_equal(c.numpy(), d.numpy())
     r = sf.randint(0, 10, (100,))
-    assert r.dtype is sf.int64 and 0 <= r.numpy().min() and r.numpy().max() < 10
+    assert r.dtype is sf.int64 and r.numpy().min() >= 0 and r.numpy().max() < 10
     assert sf.randn_like(a).shape == (3, 4) and sf.rand(3).dtype is sf.float32
 
 

@@ -5,9 +5,9 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
-from tests.ops.harness import check_op
 
 import shapeflow as sf
+from tests.ops.harness import check_op
 
 rng = np.random.default_rng(0)
 

@@ -9,9 +9,9 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from tests.ops.harness import check_op
 
 import shapeflow as sf
+from tests.ops.harness import check_op
 
 rng = np.random.default_rng(0)
 SHAPES = [(3,), (2, 3), (2, 1, 4), (1,), (), (1, 1), (0, 3)]

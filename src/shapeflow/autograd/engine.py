@@ -38,6 +38,12 @@ def _roots_and_grads(outputs, grad_outputs, op_name: str):
             from ..tensor import tensor
 
             g = tensor(g, dtype=out.dtype, device=out.device)
+        if g.dtype is not out.dtype:
+            from ..errors import DTypeError
+
+            raise DTypeError(
+                f"{op_name}: gradient dtype {g.dtype} does not match the output's {out.dtype}",
+                op=op_name, hint=f"pass gradient.to({out.dtype})")
         if tuple(g.shape) != tuple(out.shape):
             raise ShapeError(
                 f"{op_name}: gradient of shape {format_shape(g.shape)} does not match the "
@@ -69,7 +75,7 @@ def _topo_order(root_nodes):
         while stack:
             node, children = stack[-1]
             for nxt, _, _ in children:
-                if nxt is not None and type(nxt) is not Tensor and id(nxt) not in seen:
+                if nxt is not None and not isinstance(nxt, Tensor) and id(nxt) not in seen:
                     seen.add(id(nxt))
                     stack.append((nxt, iter(nxt.next)))
                     break
@@ -168,7 +174,7 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=(),
                     ig = _sum_to(ig, shape, node)
                 if ig.dtype is not dtype:
                     ig = ig.to(dtype)
-                if type(nxt) is Tensor:
+                if isinstance(nxt, Tensor):
                     entry = leaf_grads.get(id(nxt))
                     if entry is None:
                         leaf_grads[id(nxt)] = [nxt, ig]

@@ -199,8 +199,14 @@ def record(op: Op, inputs, out: Tensor) -> None:
         op._saved = []
     if _anomaly.enabled:
         op.created_at = _anomaly.user_frame()
+    for observer in observers:
+        observer(op, inputs, out)
     out.grad_fn = op
     out.requires_grad = True
+
+
+# Callbacks observer(node, inputs, out) run for every recorded node (summaries, memory).
+observers: list = []
 
 
 class _Anomaly:

@@ -404,7 +404,8 @@ class Binary(Op):
     """Two tensors, broadcast; forward computes in the promoted dtype (`self.compute`)."""
 
     def infer(self, a, b):
-        shape = a.shape if shapes_equal(a.shape, b.shape) else broadcast_shapes(a.shape, b.shape, self.name)
+        shape = (a.shape if shapes_equal(a.shape, b.shape)
+                 else broadcast_shapes(a.shape, b.shape, self.name))
         if a.dtype is b.dtype:
             dt = a.dtype
         elif bool(a.shape) == bool(b.shape):
@@ -559,8 +560,9 @@ class Compare(Binary):
 
     def infer(self, a, b):
         Binary.infer(self, a, b)
-        return (a.shape if shapes_equal(a.shape, b.shape) else broadcast_shapes(a.shape, b.shape, self.name),
-                _dt.bool_)
+        shape = (a.shape if shapes_equal(a.shape, b.shape)
+                 else broadcast_shapes(a.shape, b.shape, self.name))
+        return shape, _dt.bool_
 
 
 def _compare(name: str, fn) -> type:
@@ -813,7 +815,7 @@ def _scalar_tensor(c, like: Tensor) -> Tensor:
 def _as_operand(x, other: Tensor | None = None) -> Tensor:
     if isinstance(x, Tensor):
         return x
-    if isinstance(x, _NUMBER) or isinstance(x, np.generic):
+    if isinstance(x, (*_NUMBER, np.generic)):
         return _scalar_tensor(x.item() if isinstance(x, np.generic) else x, other)
     if isinstance(x, np.ndarray):
         from ..tensor import from_numpy

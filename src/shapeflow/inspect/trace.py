@@ -1,0 +1,176 @@
+"""Module boundaries: the current module path and the shape chain of the running call.
+
+`Module.__call__` goes through `call_module`. The outermost call opens a `CallState`;
+every nested module call pushes its path, and when it returns its output shape joins the
+chain (replacing its children's entries, so the chain stays one line per finished step).
+An error raised inside gets the path, the module's kind, the chain and a hint.
+"""
+
+from __future__ import annotations
+
+import inspect as _inspect
+
+from ..errors import ShapeflowError
+from ..shape import format_shape
+
+_current: CallState | None = None
+last_chain: list | None = None  # the chain of the last finished top-level call
+
+
+class Row:
+    """One module call: where, what kind, shapes in and out, parameters, saved bytes."""
+
+    __slots__ = ("path", "kind", "depth", "input_shapes", "output_shape", "params",
+                 "param_bytes", "saved_bytes", "saved_by_kind", "module")
+
+    def __init__(self, path, module, depth, input_shapes) -> None:
+        self.path, self.module, self.depth = path, module, depth
+        self.kind = type(module).__name__
+        self.input_shapes = input_shapes
+        self.output_shape = None
+        self.params = self.param_bytes = 0
+        self.saved_bytes = 0
+        self.saved_by_kind: dict[str, object] = {}
+
+    def __repr__(self) -> str:
+        return (f"Row({self.path or '<root>'}: {self.kind} "
+                f"{[format_shape(s) for s in self.input_shapes]} -> "
+                f"{format_shape(self.output_shape) if self.output_shape is not None else None})")
+
+
+class CallState:
+    """The running top-level call: module stack, chain so far, and (optionally) rows."""
+
+    def __init__(self, root, args, collect_rows: bool = False) -> None:
+        self.root = root
+        self.paths = {id(m): name for name, m in root.named_modules()}
+        self.stack: list[str] = []
+        self.chain: list[tuple[str, object]] = [(input_name(root), first_shape(args))]
+        self.rows: list[Row] | None = [] if collect_rows else None
+        self.open_rows: list[Row] = []
+
+    def path_of(self, module) -> str:
+        path = self.paths.get(id(module))
+        if path is None:  # a module called that is not a registered submodule
+            parent = self.stack[-1] if self.stack else ""
+            path = (parent + "." if parent else "") + type(module).__name__.lower()
+        return path
+
+    def finish(self, path: str, out) -> None:
+        prefix = path + "." if path else ""
+        chain = self.chain
+        while len(chain) > 1 and (chain[-1][0].startswith(prefix) and chain[-1][0] != path):
+            chain.pop()
+        if path:
+            chain.append((path, first_shape((out,))))
+
+
+def input_name(module) -> str:
+    """The name of forward's first argument (`image`, `idx`, `x`)."""
+    try:
+        params = list(_inspect.signature(type(module).forward).parameters)
+        return params[1] if len(params) > 1 else "input"
+    except (TypeError, ValueError):
+        return "input"
+
+
+def first_shape(values):
+    for v in values:
+        if hasattr(v, "shape") and hasattr(v, "dtype"):
+            return tuple(v.shape)
+        if isinstance(v, (tuple, list)):
+            s = first_shape(v)
+            if s is not None:
+                return s
+    return None
+
+
+def _compact(shape) -> str:
+    return "?" if shape is None else "[" + ",".join(str(s).replace(" ", "") for s in shape) + "]"
+
+
+def format_chain(chain, failing: str | None = None, limit: int = 8) -> str:
+    """`image [B,1,8,8] -> patchify [B,16,4] -> ...  x blocks.1.mlp.fc2`."""
+    items = [f"{name} {_compact(shape)}" for name, shape in chain]
+    if len(items) > limit:
+        items = items[:1] + ["..."] + items[-(limit - 2):]
+    text = " -> ".join(items)
+    return text + (f"  x {failing}" if failing else "")
+
+
+def module_kind(module) -> str:
+    """`Linear 256->64`, `LayerNorm`, ...: how an error names the module."""
+    name = type(module).__name__
+    if hasattr(module, "in_features") and hasattr(module, "out_features"):
+        return f"{name} {module.in_features}->{module.out_features}"
+    return name
+
+
+def call_module(module, impl, args, kwargs, collect_rows: bool = False):
+    """Run impl(*args, **kwargs) as the call of `module`, recording path and chain."""
+    global _current, last_chain
+    state = _current
+    top = state is None
+    if top:
+        state = _current = CallState(module, args, collect_rows)
+    path = state.path_of(module)
+    state.stack.append(path)
+    row = None
+    if state.rows is not None:
+        row = Row(path, module, len(state.stack) - 1,
+                  [tuple(a.shape) for a in args if hasattr(a, "shape")])
+        state.rows.append(row)
+        state.open_rows.append(row)
+    try:
+        out = impl(*args, **kwargs)
+        state.finish(path, out)
+        if row is not None:
+            row.output_shape = first_shape((out,))
+            state.open_rows.pop()
+        return out
+    except ShapeflowError as err:
+        annotate(err, module, path, state)
+        raise
+    finally:
+        state.stack.pop()
+        if top:
+            _current = None
+            last_chain = state.chain
+
+
+def annotate(err: ShapeflowError, module, path: str, state: CallState) -> None:
+    """Give an error raised inside `module` its place: path, kind, chain tail, hint."""
+    if err.module_path is not None:
+        return  # an inner module already said where
+    err.module_path = path or type(module).__name__
+    err.module_kind = module_kind(module)
+    err.chain = format_chain(state.chain, failing=path or None)
+    hint = module_hint(module, path, err, state)
+    if hint:
+        err.hint = hint if not err.hint else f"{hint}; {err.hint}"
+
+
+def module_hint(module, path: str, err: ShapeflowError, state: CallState) -> str | None:
+    """Hints only a module boundary can give (which layer produced the size that misfits)."""
+    in_features = getattr(module, "in_features", None)
+    if in_features is None or err.op not in ("linear", "matmul"):
+        return None
+    # the tensor that reached this module came from the last finished step of the chain
+    from ..shape import dims_equal
+
+    prev_name, prev_shape = state.chain[-1]
+    if prev_shape and dims_equal(prev_shape[-1], in_features) is False:
+        prev = prev_name.rsplit(".", 1)[-1]
+        here = path.rsplit(".", 1)[-1] if path else type(module).__name__
+        return f"{prev} produces {prev_shape[-1]} but {here} was built for {in_features}"
+    return None
+
+
+def current_path() -> str | None:
+    """The path of the module running now (None outside any module call)."""
+    state = _current
+    return state.stack[-1] if state is not None and state.stack else None
+
+
+def current_state() -> CallState | None:
+    return _current

@@ -1,0 +1,28 @@
+"""shapeflow.nn: Module and Parameter, layers, losses, init and gradient utilities.
+
+PyTorch's user surface (`nn.Linear`, `nn.Module.state_dict`, `nn.init.kaiming_uniform_`...);
+layers compute with `shapeflow.nn.functional`.
+"""
+
+from . import functional, init, utils
+from .activation import GELU, ReLU, Sigmoid, SiLU, Softmax, Tanh
+from .attention import MultiheadAttention
+from .container import ModuleDict, ModuleList, Sequential
+from .conv import Conv2d
+from .dropout import Dropout
+from .flatten import Flatten, Unflatten
+from .linear import Identity, Linear, NonDynamicallyQuantizableLinear
+from .loss import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
+from .module import Module, RemovableHandle, StateDictError
+from .normalization import LayerNorm, RMSNorm
+from .parameter import Parameter
+from .pooling import AvgPool2d, MaxPool2d
+from .sparse import Embedding
+
+__all__ = [
+    "functional", "init", "utils", "Module", "Parameter", "RemovableHandle", "StateDictError",
+    "Identity", "Linear", "NonDynamicallyQuantizableLinear", "Embedding", "LayerNorm", "RMSNorm",
+    "Dropout", "ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "Flatten", "Unflatten",
+    "Sequential", "ModuleList", "ModuleDict", "Conv2d", "MaxPool2d", "AvgPool2d",
+    "MultiheadAttention", "CrossEntropyLoss", "MSELoss", "L1Loss", "BCEWithLogitsLoss", "NLLLoss",
+]

@@ -1,0 +1,137 @@
+"""Adam and AdamW (PyTorch's update rule, step by step)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .optimizer import BLOCK, Optimizer, chunks, flat, new_step, zeros_state
+
+
+class Adam(Optimizer):
+    """Adam, exactly `torch.optim.Adam` (AdamW: decoupled weight decay):
+
+        m = lerp(m, g, 1 - beta1);  v = beta2 * v + (1 - beta2) * g * g
+        p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+
+    With amsgrad, v is replaced by its running maximum. State per parameter
+    (`state_per_param`): ['exp_avg', 'exp_avg_sq'] (+ 'max_exp_avg_sq' with amsgrad), each
+    shaped like the parameter, and a 'step' counter (a 0-d float32 tensor, as PyTorch's).
+    """
+
+    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0, amsgrad: bool = False, *, maximize: bool = False,
+                 decoupled_weight_decay: bool = False) -> None:
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if eps < 0.0:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay,
+                    "amsgrad": amsgrad, "maximize": maximize,
+                    "decoupled_weight_decay": decoupled_weight_decay}
+        super().__init__(params, defaults)
+
+    def state_per_param(self, group: dict) -> list[str]:
+        names = ["exp_avg", "exp_avg_sq"]
+        return names + ["max_exp_avg_sq"] if group["amsgrad"] else names
+
+    def step(self, closure=None):
+        loss = self._closure(closure)
+        self._check_devices()
+        for group in self.param_groups:
+            lr, eps, wd = group["lr"], group["eps"], group["weight_decay"]
+            beta1, beta2 = group["betas"]
+            amsgrad, maximize = group["amsgrad"], group["maximize"]
+            decoupled = group.get("decoupled_weight_decay", False)
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                param = p.data
+                grad = p.grad.data
+                state = self.state[p]
+                if not state:
+                    state["step"] = new_step()
+                    state["exp_avg"] = zeros_state(p)
+                    state["exp_avg_sq"] = zeros_state(p)
+                    if amsgrad:
+                        state["max_exp_avg_sq"] = zeros_state(p)
+                m, v = state["exp_avg"].data, state["exp_avg_sq"].data
+                vmax = state["max_exp_avg_sq"].data if amsgrad else None
+                step_arr = state["step"].data
+                step_arr += 1
+                step = float(step_arr)
+                if maximize:
+                    grad = np.negative(grad)
+                if wd != 0:
+                    if decoupled:
+                        param *= 1 - lr * wd
+                    else:
+                        grad = grad + param * wd
+                bias_correction1 = 1 - beta1**step
+                bias_correction2 = 1 - beta2**step
+                scalars = (1 - beta1, beta2, 1 - beta2, bias_correction2**0.5, eps,
+                           -(lr / bias_correction1))
+                if param.size <= BLOCK or not _chunked(param, grad, m, v, vmax, scalars):
+                    _adam_kernel(param, grad, m, v, vmax, np.empty_like(param), scalars)
+                p._version[0] += 1
+        return loss
+
+
+def _chunked(param, grad, m, v, vmax, scalars) -> bool:
+    """The update chunk by chunk, so operands and temporaries stay in cache (if flat views)."""
+    arrays = (param, grad, m, v) if vmax is None else (param, grad, m, v, vmax)
+    views = [flat(a) for a in arrays]
+    if any(f is None for f in views) or grad.shape != param.shape:
+        return False
+    fp, fg, fm, fv = views[:4]
+    fx = views[4] if vmax is not None else None
+    tmp = np.empty(BLOCK, dtype=param.dtype)
+    for a, b in chunks(param.size):
+        _adam_kernel(fp[a:b], fg[a:b], fm[a:b], fv[a:b], None if fx is None else fx[a:b],
+                     tmp[:b - a], scalars)
+    return True
+
+
+def _adam_kernel(param, grad, m, v, vmax, tmp, scalars) -> None:
+    """One Adam update in place, in PyTorch's order of float32 operations."""
+    w1, beta2, w2, bc2_sqrt, eps, neg_step_size = scalars
+    np.subtract(grad, m, out=tmp)  # m.lerp_(grad, 1 - beta1) = m + w * (g - m)
+    tmp *= w1
+    m += tmp
+    v *= beta2  # v.mul_(beta2).addcmul_(g, g, value=1 - beta2)
+    np.multiply(grad, w2, out=tmp)
+    tmp *= grad
+    v += tmp
+    if vmax is not None:
+        np.maximum(vmax, v, out=vmax)
+        np.sqrt(vmax, out=tmp)
+    else:
+        np.sqrt(v, out=tmp)
+    tmp /= bc2_sqrt  # denom = sqrt(v) / sqrt(bias_correction2) + eps
+    tmp += eps
+    np.divide(m, tmp, out=tmp)  # p.addcdiv_(m, denom, value=-step_size)
+    tmp *= neg_step_size
+    param += tmp
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (p *= 1 - lr * weight_decay), as `torch.optim.AdamW`.
+
+    State per parameter: as Adam.
+    """
+
+    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 1e-2, amsgrad: bool = False, *,
+                 maximize: bool = False) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
+                         decoupled_weight_decay=True)
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        super().load_state_dict(state_dict)
+        for g in self.param_groups:
+            g["decoupled_weight_decay"] = True
