@@ -29,7 +29,10 @@ from .random import Generator, initial_seed, manual_seed, seed
 from .recompute import checkpoint
 from .shape import Shape
 from .symbolic import Dim, dims
+from .inspect.anomaly import AnomalyError, detect_anomaly
 from .inspect.contracts import check, shapes
+from .inspect.explain import explain_no_grad
+from .inspect.summary import summary
 from .tensor import Tensor, as_tensor, from_numpy, tensor
 
 float = float32  # noqa: A001

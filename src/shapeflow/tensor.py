@@ -118,6 +118,10 @@ class Tensor:
     def item(self):
         """The value of a one-element tensor as a Python number."""
         arr = self._need_data("item")
+        if self.requires_grad:
+            from .autograd import breaks
+
+            breaks.note("item", "item()")
         if arr.size != 1:
             from .errors import ShapeError
 
@@ -186,6 +190,10 @@ class Tensor:
 
     def detach(self) -> Tensor:
         """The same data, outside the graph."""
+        if self.requires_grad:
+            from .autograd import breaks
+
+            breaks.note("detach", "detach()")
         out = Tensor._make(self.data, self.shape, self.dtype, self.device)
         out._version = self._version
         out._origin = "detach"

@@ -16,13 +16,15 @@ def _roots_and_grads(outputs, grad_outputs, op_name: str):
         if not isinstance(out, Tensor):
             raise GraphError(f"{op_name}: expected tensors, got {type(out).__name__}")
         if not out.requires_grad:
-            raise GraphError(
+            err = GraphError(
                 f"{op_name}: the tensor {describe(out)} does not require grad and has no "
                 f"grad_fn: {_why_no_grad(out)}",
                 op=op_name,
                 hint="check that a parameter (requires_grad=True) feeds it, outside no_grad(), "
                 "without detach() or a round trip through .numpy()/.item()",
             )
+            err.message += _explain_last_model(out)
+            raise err
         g = None if grad_outputs is None else grad_outputs[i]
         if g is None:
             if out.numel() != 1:
@@ -52,6 +54,17 @@ def _roots_and_grads(outputs, grad_outputs, op_name: str):
             )
         pairs.append((out, g))
     return pairs
+
+
+def _explain_last_model(out: Tensor) -> str:
+    """The explain_no_grad report for the model that ran last, if one did."""
+    from ..inspect import trace
+    from ..inspect.explain import explain_no_grad
+
+    model = trace.last_root() if trace.last_root is not None else None
+    if model is None or not any(True for _ in model.parameters()):
+        return ""
+    return "\n" + explain_no_grad(out, model)
 
 
 def _why_no_grad(t: Tensor) -> str:
@@ -161,7 +174,12 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=(),
                         g = new
             if id(node) in capture_ids:
                 captured[capture_ids[id(node)]] = g
-            in_grads = node.backward(g)
+            if node.created_at is None:
+                in_grads = node.backward(g)
+            else:  # recorded under detect_anomaly()
+                from ..inspect.anomaly import checked_backward
+
+                in_grads = checked_backward(node, g)
             if not retain_graph:
                 node.release()
             if len(in_grads) != len(node.next):

@@ -9,12 +9,16 @@ An error raised inside gets the path, the module's kind, the chain and a hint.
 from __future__ import annotations
 
 import inspect as _inspect
+import weakref
 
+from ..autograd import breaks
 from ..errors import ShapeflowError
 from ..shape import format_shape
 
 _current: CallState | None = None
 last_chain: list | None = None  # the chain of the last finished top-level call
+last_called: set[str] = set()  # paths of the modules the last top-level call ran
+last_root = None  # weakref to the module of the last top-level call (for explain_no_grad)
 
 
 class Row:
@@ -46,6 +50,7 @@ class CallState:
         self.paths = {id(m): name for name, m in root.named_modules()}
         self.stack: list[str] = []
         self.chain: list[tuple[str, object]] = [(input_name(root), first_shape(args))]
+        self.called: set[str] = set()
         self.rows: list[Row] | None = [] if collect_rows else None
         self.open_rows: list[Row] = []
 
@@ -113,8 +118,12 @@ def call_module(module, impl, args, kwargs, collect_rows: bool = False):
     top = state is None
     if top:
         state = _current = CallState(module, args, collect_rows)
+        breaks.clear()
+        global last_root
+        last_root = weakref.ref(module)
     path = state.path_of(module)
     state.stack.append(path)
+    state.called.add(path)
     row = None
     if state.rows is not None:
         row = Row(path, module, len(state.stack) - 1,
@@ -136,6 +145,8 @@ def call_module(module, impl, args, kwargs, collect_rows: bool = False):
         if top:
             _current = None
             last_chain = state.chain
+            global last_called
+            last_called = state.called
 
 
 def annotate(err: ShapeflowError, module, path: str, state: CallState) -> None:
@@ -174,3 +185,6 @@ def current_path() -> str | None:
 
 def current_state() -> CallState | None:
     return _current
+
+
+breaks.current_path = current_path

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd import grad_mode
+from ..autograd import breaks, grad_mode
 from ..device import cpu, meta
 from ..errors import DeviceError, GraphError
 from ..tensor import Tensor, describe
@@ -158,6 +158,10 @@ def apply(op: Op, *inputs: Tensor) -> Tensor:
         data = op.forward(*[t.data for t in inputs])
         if type(data) is not np.ndarray:
             data = np.asarray(data)  # NumPy returns scalars for 0-d results
+        if _anomaly.enabled:
+            from ..inspect.anomaly import check_forward
+
+            check_forward(op, inputs, data)
     else:
         data = None
     out = Tensor._make(data, shape, dtype, device)
@@ -165,10 +169,12 @@ def apply(op: Op, *inputs: Tensor) -> Tensor:
         if t.requires_grad:
             if not grad_mode.state.enabled:
                 out._origin = "no_grad"
+                breaks.note("no_grad", op.name)
             elif op.differentiable:
                 record(op, inputs, out)
             else:
                 out._origin = "int"
+                breaks.note("no gradient", op.name)
             break
     return out
 
@@ -198,7 +204,10 @@ def record(op: Op, inputs, out: Tensor) -> None:
     else:
         op._saved = []
     if _anomaly.enabled:
+        from ..inspect.trace import current_path
+
         op.created_at = _anomaly.user_frame()
+        op.module_path = current_path()
     for observer in observers:
         observer(op, inputs, out)
     out.grad_fn = op
@@ -213,6 +222,7 @@ class _Anomaly:
     """Set by `sf.detect_anomaly()`: nodes remember the user line that created them."""
 
     enabled = False
+    in_backward = False
 
     @staticmethod
     def user_frame() -> str | None:

@@ -123,6 +123,30 @@ class Optimizer:
                         hint="meta models plan shapes and memory (see state_bytes); move the "
                         "model to cpu (model.to_empty(device='cpu') then re-initialise) to train",
                     )
+        if not getattr(self, "_warned_no_grad", False):
+            self._warn_params_without_grad()
+
+    def _warn_params_without_grad(self) -> None:
+        """Warn once when some parameters got gradients and others none (a broken graph)."""
+        params = [p for g in self.param_groups for p in g["params"] if p.requires_grad]
+        missing = [p for p in params if p.grad is None]
+        if not missing or len(missing) == len(params):
+            return
+        self._warned_no_grad = True
+        import warnings
+
+        from ..inspect import trace
+
+        model = trace.last_root() if trace.last_root is not None else None
+        names = {id(p): n for n, p in model.named_parameters()} if model is not None else {}
+        listed = ", ".join(names.get(id(p), f"[{list(p.shape)}]") for p in missing[:8])
+        more = f" and {len(missing) - 8} more" if len(missing) > 8 else ""
+        warnings.warn(
+            f"{type(self).__name__}.step: {len(missing)} of {len(params)} parameters have no "
+            f"grad ({listed}{more}); the loss does not reach them. "
+            "sf.explain_no_grad(loss, model) shows where the graph broke.",
+            stacklevel=4,
+        )
 
     def _closure(self, closure):
         if closure is None:

@@ -1,0 +1,79 @@
+"""explain_no_grad: which parameters the loss never reached, and where each path broke."""
+
+from __future__ import annotations
+
+from ..autograd import breaks
+from ..tensor import Tensor
+
+_REASONS = {
+    "detach": "detach() (also how a .numpy() round trip starts: x.detach().numpy())",
+    "item": "item() turned a tensor into a Python number",
+    "no_grad": "an op ran under no_grad() / inference_mode()",
+    "no gradient": "an op with no gradient (an integer cast, argmax, a comparison)",
+}
+
+
+def reached_leaves(root: Tensor) -> set[int]:
+    """ids of the leaf tensors a backward from root would reach."""
+    out: set[int] = set()
+    if root.grad_fn is None:
+        if root.requires_grad:
+            out.add(id(root))
+        return out
+    seen, stack = set(), [root.grad_fn]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        for nxt, _, _ in node.next:
+            if nxt is None:
+                continue
+            if isinstance(nxt, Tensor):
+                out.add(id(nxt))
+            else:
+                stack.append(nxt)
+    return out
+
+
+def _owner(name: str) -> str:
+    return name.rsplit(".", 1)[0] if "." in name else ""
+
+
+def explain_no_grad(loss: Tensor, model) -> str:
+    """A report of the parameters of model that loss does not depend on, with causes."""
+    reached = reached_leaves(loss)
+    missing = [(n, p) for n, p in model.named_parameters()
+               if p.requires_grad and id(p) not in reached]
+    if not missing:
+        return "every parameter that requires grad is reached by the loss"
+    lines = [f"{len(missing)} parameter(s) get no gradient from this loss:"]
+    events = list(breaks.log)
+    by_owner: dict[str, list[str]] = {}
+    for name, _ in missing:
+        by_owner.setdefault(_owner(name), []).append(name)
+    for owner, names in by_owner.items():
+        cause = _first_break(owner, events)
+        lines.append(f"  {', '.join(names)}")
+        lines.append(f"    {cause}")
+    return "\n".join(lines)
+
+
+def _first_break(owner: str, events) -> str:
+    """The break inside the owner module, or else the latest one in an enclosing module."""
+    from . import trace
+
+    if owner and trace.last_called and owner not in trace.last_called:
+        return "the module was not called in the last forward (it is unused)"
+    inside = [e for e in events if e[2] is not None and (e[2] == owner or
+                                                          e[2].startswith(owner + "."))]
+    if owner and inside:
+        reason, op, path = inside[0]
+        return f"the path broke at {op} in {path}: {_REASONS[reason]}"
+    around = [e for e in events if e[2] is None or owner.startswith(e[2] + ".") or e[2] == ""
+              or not owner]
+    if around:
+        reason, op, path = around[0]
+        where = path if path else "the model's forward"
+        return f"the path broke at {op} in {where}: {_REASONS[reason]}"
+    return ("the module was not used in this forward, or its output does not feed the loss")

@@ -1,0 +1,174 @@
+"""`sf.summary(model, *inputs)`: the shape chain and a per-module table, with or without data.
+
+With meta (or symbolic) inputs the model runs on the meta device: shapes, parameter counts
+and the bytes kept for backward come out without a single element computed, and with
+symbolic dims the byte counts are expressions in them.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from ..device import meta
+from ..ops import base
+from ..shape import format_shape
+from ..tensor import Tensor
+from . import trace
+
+
+class Summary:
+    """Rows (path, kind, input_shapes, output_shape, params, param_bytes, saved_bytes)."""
+
+    def __init__(self, model, inputs, rows: list, input_name: str) -> None:
+        self.model_kind = type(model).__name__
+        self.input_shapes = [tuple(x.shape) for x in inputs if isinstance(x, Tensor)]
+        self.rows = rows
+        self.input_name = input_name
+        root = rows[0] if rows and rows[0].path == "" else None
+        self.total_params = root.params if root else sum(r.params for r in rows)
+        self.total_param_bytes = root.param_bytes if root else 0
+        self.total_saved_bytes = root.saved_bytes if root else sum(r.saved_bytes for r in rows)
+        self.output_shape = root.output_shape if root else None
+
+    def chain_rows(self) -> list:
+        """The top level of the chain: modules called directly by the model's forward."""
+        return [r for r in self.rows if r.depth == 1]
+
+    def chain(self) -> str:
+        """The seed's format: one line per step, `name: [B, 3, H, W]`."""
+        lines = [(self.input_name, self.input_shapes[0] if self.input_shapes else None)]
+        lines += [(r.path, r.output_shape) for r in self.chain_rows()]
+        width = max(len(n) for n, _ in lines) + 1
+        return "\n".join(f"{n + ':':<{width}} {format_shape(s) if s is not None else '?'}"
+                         for n, s in lines)
+
+    def subs(self, **values) -> Summary:
+        """This summary with symbolic dims bound to numbers."""
+        out = copy.copy(self)
+        out.rows = []
+        for r in self.rows:
+            nr = copy.copy(r)
+            nr.input_shapes = [_subs_shape(s, values) for s in r.input_shapes]
+            nr.output_shape = _subs_shape(r.output_shape, values)
+            nr.saved_bytes = _subs(r.saved_bytes, values)
+            out.rows.append(nr)
+        out.input_shapes = [_subs_shape(s, values) for s in self.input_shapes]
+        out.total_saved_bytes = _subs(self.total_saved_bytes, values)
+        out.output_shape = _subs_shape(self.output_shape, values)
+        return out
+
+    def table(self):
+        from rich.table import Table
+
+        t = Table(title=f"{self.model_kind} summary", show_lines=False)
+        for col in ("module", "kind", "input", "output", "params", "saved for backward"):
+            t.add_column(col, justify="right" if col in ("params", "saved for backward")
+                         else "left")
+        for r in self.rows:
+            t.add_row("  " * r.depth + (r.path.rsplit(".", 1)[-1] if r.path else "(model)"),
+                      r.kind, ", ".join(format_shape(s) for s in r.input_shapes),
+                      format_shape(r.output_shape) if r.output_shape is not None else "",
+                      f"{r.params:,}", format_bytes(r.saved_bytes))
+        t.caption = (f"{self.total_params:,} parameters ({format_bytes(self.total_param_bytes)})"
+                     f"; {format_bytes(self.total_saved_bytes)} kept for backward")
+        return t
+
+    def __str__(self) -> str:
+        from rich.console import Console
+
+        console = Console(width=120, record=True, file=_Null())
+        console.print(self.table())
+        return console.export_text()
+
+    def __repr__(self) -> str:
+        return f"<Summary of {self.model_kind}: {len(self.rows)} module calls>"
+
+
+class _Null:
+    def write(self, *_):
+        return 0
+
+    def flush(self):
+        pass
+
+
+def _subs(x, values):
+    return x.subs(**values) if hasattr(x, "subs") else x
+
+
+def _subs_shape(shape, values):
+    return None if shape is None else tuple(_subs(s, values) for s in shape)
+
+
+def format_bytes(n) -> str:
+    """1.5 MiB for numbers; the expression itself (in bytes) when symbolic."""
+    if not isinstance(n, int):
+        return f"{n} B"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:,} B" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def meta_copy(model):
+    """A copy of model on the meta device, without copying any parameter data."""
+    from ..nn.parameter import Parameter
+
+    memo = {}
+    for t in list(model.parameters()) + list(model.buffers()):
+        m = t.detach().to("meta")
+        memo[id(t)] = Parameter(m, requires_grad=t.requires_grad) if isinstance(
+            t, Parameter) else m
+    return copy.deepcopy(model, memo)
+
+
+def summary(model, *inputs, **kwargs) -> Summary:
+    """Run model(*inputs) once, recording every module call's shapes and what it saves."""
+    from ..autograd.grad_mode import enable_grad
+
+    if any(isinstance(x, Tensor) and x.device is meta for x in inputs):
+        if any(p.device is not meta for p in model.parameters()):
+            model = meta_copy(model)
+    seen: set[int] = set()
+    # a buffer is known by its version counter, which views and detach() share with it
+    params = {id(p._version) for p in model.parameters()}
+
+    def observe(node, node_inputs, out):
+        state = trace.current_state()
+        if state is None or not state.open_rows:
+            return
+        for item, entry in zip(node._saved, node._entries):
+            t = item if entry.source == base.NEW else item[0]
+            key = id(t._version)
+            if key in params or key in seen:
+                continue  # a parameter, or a buffer already counted
+            seen.add(key)
+            nbytes = t.shape.numel() * t.dtype.itemsize if hasattr(t.shape, "numel") else 0
+            for row in state.open_rows:
+                row.saved_bytes = row.saved_bytes + nbytes
+
+    base.observers.append(observe)
+    try:
+        with enable_grad():
+            state_rows = _run(model, inputs, kwargs)
+    finally:
+        base.observers.remove(observe)
+    for row in state_rows:
+        ps = list(row.module.parameters())
+        row.params = sum(p.numel() for p in ps)
+        row.param_bytes = sum(p.numel() * p.dtype.itemsize for p in ps)
+    return Summary(model, inputs, state_rows, trace.input_name(model))
+
+
+def _run(model, inputs, kwargs):
+    if trace.current_state() is not None:
+        raise RuntimeError("summary() cannot run inside another module call")
+    rows_holder = {}
+
+    def impl(*a, **k):
+        rows_holder["state"] = trace.current_state()
+        return model._call_impl(*a, **k)
+
+    trace.call_module(model, impl, inputs, kwargs, collect_rows=True)
+    return rows_holder["state"].rows
