@@ -25,6 +25,27 @@ def _train(args) -> int:
     return 0
 
 
+def _summary(args) -> int:
+    from . import dtypes
+    from .inspect.summary import summary
+    from .models.registry import build_model, default_input, parse_input
+
+    model = build_model(args.model, device="meta")
+    if args.dtype:
+        model = model.to(dtypes.get_dtype(args.dtype))
+    spec = args.input or default_input(args.model)
+    if spec is None:
+        print("--input is needed for a module:factory model", file=sys.stderr)
+        return 2
+    is_tokens = args.model == "gpt"
+    x = parse_input(spec, dtype=dtypes.int64 if is_tokens else (
+        dtypes.get_dtype(args.dtype) if args.dtype else None))
+    s = summary(model, x)
+    print(s.chain())
+    print(s)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="shapeflow", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -47,6 +68,19 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--sample-tokens", type=int, default=200)
     t.set_defaults(func=_train)
+
+    s = sub.add_parser("summary", help="the shape chain and per-module table, without data")
+    s.add_argument("model", help="mlp, vit, gpt, or package.module:factory")
+    s.add_argument("--input", help='input shape, e.g. "B,3,224,224" (names are symbolic)')
+    s.add_argument("--dtype", help="bf16, fp16, fp32 ...")
+    s.set_defaults(func=_summary)
+
+    import importlib
+    import importlib.util
+
+    for name in ("memory_cli", "graph_cli"):  # subcommands that live with their features
+        if importlib.util.find_spec(f"shapeflow.{name}") is not None:
+            importlib.import_module(f"shapeflow.{name}").add_parser(sub)
     return p
 
 

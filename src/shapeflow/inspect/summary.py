@@ -127,9 +127,9 @@ def summary(model, *inputs, **kwargs) -> Summary:
     """Run model(*inputs) once, recording every module call's shapes and what it saves."""
     from ..autograd.grad_mode import enable_grad
 
-    if any(isinstance(x, Tensor) and x.device is meta for x in inputs):
-        if any(p.device is not meta for p in model.parameters()):
-            model = meta_copy(model)
+    if any(isinstance(x, Tensor) and x.device is meta for x in inputs) and any(
+            p.device is not meta for p in model.parameters()):
+        model = meta_copy(model)
     seen: set[int] = set()
     # a buffer is known by its version counter, which views and detach() share with it
     params = {id(p._version) for p in model.parameters()}

@@ -1,0 +1,52 @@
+"""Reference models by name (`vit`, `gpt`, `mlp`) or any `module:factory` entry point."""
+
+from __future__ import annotations
+
+import importlib
+
+from ..errors import ShapeflowError
+
+# Default configurations: the published base sizes, cheap to trace on the meta device.
+DEFAULTS = {
+    "mlp": ("MLP", dict(in_features=784, hidden=[256, 256], out_features=10), "B,784"),
+    "vit": ("ViT", dict(image_size=224, patch_size=16, in_channels=3, num_classes=1000, dim=768,
+                        depth=12, heads=12), "B,3,224,224"),
+    "gpt": ("GPT", dict(vocab_size=50304, block_size=1024, n_layer=12, n_head=12, n_embd=768),
+            "B,L"),
+}
+
+
+def build_model(name: str, device=None, **overrides):
+    """A model from a short name or `package.module:factory` (called with the overrides)."""
+    if name in DEFAULTS:
+        from . import GPT, MLP, ViT
+
+        cls_name, kwargs, _ = DEFAULTS[name]
+        cls = {"MLP": MLP, "ViT": ViT, "GPT": GPT}[cls_name]
+        model = cls(**{**kwargs, **overrides})
+    elif ":" in name:
+        mod_name, factory = name.split(":", 1)
+        try:
+            factory_fn = getattr(importlib.import_module(mod_name), factory)
+        except (ImportError, AttributeError) as e:
+            raise ShapeflowError(f"cannot load model factory {name!r}: {e}") from None
+        model = factory_fn(**overrides)
+    else:
+        raise ShapeflowError(f"unknown model {name!r}",
+                             hint="use mlp, vit, gpt, or an entry point package.module:factory")
+    return model.to(device) if device is not None else model
+
+
+def default_input(name: str) -> str | None:
+    return DEFAULTS[name][2] if name in DEFAULTS else None
+
+
+def parse_input(spec: str, dtype=None, device="meta"):
+    """`"B,3,224,224"` -> an empty meta tensor with the symbol B; token ids for `B,L` specs."""
+    from .. import dtypes
+    from ..factories import empty
+
+    sizes = []
+    for tok in spec.replace(" ", "").split(","):
+        sizes.append(int(tok) if tok.lstrip("-").isdigit() else tok)
+    return empty(*sizes, dtype=dtype or dtypes.float32, device=device)
