@@ -20,6 +20,7 @@ from .factories import (
 )
 from .ops.elementwise import *  # noqa: F403
 from .ops.linalg import *  # noqa: F403
+from .ops.indexing import *  # noqa: F403
 from .ops.movement import *  # noqa: F403
 from .ops.nn import *  # noqa: F403
 from .ops.conv import *  # noqa: F403

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from .ops import elementwise as E
+from .ops import indexing, linalg, movement, reduce
 from .ops import inplace as I
-from .ops import linalg, movement, reduce
 from .ops import nn as nn_ops
 from .tensor import Tensor
 
-_MODULES = (E, reduce, movement, linalg, nn_ops)
+_MODULES = (E, reduce, movement, linalg, nn_ops, indexing)
 
 
 def _attach_methods() -> None:

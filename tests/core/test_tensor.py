@@ -109,7 +109,7 @@ def test_error_classes_subclass_builtins():
 
 def test_import_is_fast():
     code = "import time; t = time.perf_counter(); import shapeflow; print(time.perf_counter() - t)"
-    times = [float(subprocess.check_output([sys.executable, "-c", code])) for _ in range(3)]
+    times = [float(subprocess.check_output([sys.executable, "-c", code])) for _ in range(5)]
     assert min(times) < 0.3, times
 
 

@@ -113,8 +113,8 @@ class ViT(nn.Module):
         self.head = nn.Linear(dim, num_classes)
         self.dim = dim
 
-    def forward(self, x):
-        x = self.project(self.patchify(x))
+    def forward(self, image):
+        x = self.project(self.patchify(image))
         B, N, D = x.shape
         if not dims_equal(N, self.num_patches):
             raise ShapeError(

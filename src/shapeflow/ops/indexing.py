@@ -1,0 +1,445 @@
+"""Indexing: `x[index]` and `x[index] = value` with PyTorch's rules.
+
+An index is split in two steps, as PyTorch does: ints, slices and None select a view
+(`movement.Index`, whose backward scatters the gradient into zeros); then integer and
+boolean tensors (advanced indexing) gather a copy (`AdvancedIndex`, whose backward
+accumulates repeated indices with np.add.at). Advanced indices that are next to each
+other put their broadcast shape where they stand; separated (by a slice or None), they
+put it first, as in NumPy.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..autograd import grad_mode
+from ..device import meta
+from ..errors import DeviceError, DTypeError, ShapeError
+from ..shape import broadcast_shapes, dims_equal, format_shape
+from ..tensor import Tensor, describe, from_numpy
+from .base import Op, apply
+from .movement import Index, _view_apply, basic_index
+
+_INT, _SLICE, _NONE, _ELLIPSIS, _BOOL, _ADV, _MASK = range(7)
+_FULL = slice(None)
+_SEQ_AS_TUPLE = (slice, type(Ellipsis), type(None), list, tuple, Tensor, np.ndarray)
+
+
+class MetaIndex:
+    """An integer index tensor on the meta device: a shape and no values."""
+
+    __slots__ = ("shape",)
+
+    def __init__(self, shape) -> None:
+        self.shape = tuple(shape)
+
+
+# ---- parsing an index into (basic key, advanced key) -------------------------------------
+def _classify(obj, x: Tensor):
+    """(kind, value) for one entry of an index."""
+    t = type(obj)
+    if t is int:
+        return _INT, obj
+    if t is slice:
+        return _SLICE, obj
+    if obj is None:
+        return _NONE, None
+    if obj is Ellipsis:
+        return _ELLIPSIS, None
+    if t is bool or isinstance(obj, np.bool_):
+        return _BOOL, bool(obj)
+    if isinstance(obj, Tensor):
+        return _classify_tensor(obj)
+    if isinstance(obj, np.integer):
+        return _INT, int(obj)
+    if isinstance(obj, (list, tuple)):
+        arr = np.asarray(obj) if len(obj) else np.zeros(0, np.int64)
+        return _classify_array(arr)
+    if isinstance(obj, np.ndarray):
+        return _classify_array(obj)
+    from ..symbolic import is_symbolic
+
+    if is_symbolic(obj):
+        return _INT, obj
+    raise DTypeError(
+        f"getitem: only ints, slices, None, Ellipsis and integer or boolean tensors are valid "
+        f"indices, got {type(obj).__name__}", op="getitem", operands=[("input", describe(x))])
+
+
+def _classify_array(arr: np.ndarray):
+    kind = arr.dtype.kind
+    if kind == "b":
+        return (_BOOL, bool(arr)) if arr.ndim == 0 else (_MASK, arr)
+    if kind in "iu":
+        return (_INT, int(arr)) if arr.ndim == 0 else (_ADV, arr)
+    raise DTypeError(f"getitem: tensors used as indices must be integer or bool, got "
+                     f"{arr.dtype}", op="getitem", hint="convert the index with .long()")
+
+
+def _classify_tensor(t: Tensor):
+    dt = t.dtype
+    if dt is _dt.uint8:
+        warnings.warn("indexing with dtype uint8 is deprecated (as in PyTorch): it is treated "
+                      "as a bool mask; use a bool tensor", DeprecationWarning, stacklevel=4)
+        dt = _dt.bool_
+        t = t if t.data is None else from_numpy(t.data.astype(bool))
+    if dt is _dt.bool_:
+        if t.data is None:
+            raise DeviceError(
+                f"getitem: a boolean mask on the meta device {describe(t)} selects a number "
+                "of elements that depends on its data", op="getitem",
+                hint="index with integer tensors (their shape is known), or run on cpu")
+        return (_BOOL, bool(t.data)) if t.ndim == 0 else (_MASK, t.data)
+    if dt.category != 1:
+        raise DTypeError(f"getitem: tensors used as indices must be integer or bool, got "
+                         f"{describe(t)}", op="getitem", hint="convert the index with .long()")
+    if t.data is None:
+        return _ADV, MetaIndex(t.shape)
+    return (_INT, int(t.data)) if t.ndim == 0 else (_ADV, t.data)
+
+
+def _items(index) -> tuple:
+    if type(index) is tuple:
+        return index
+    if type(index) is list and len(index) < 32 and any(
+            isinstance(i, _SEQ_AS_TUPLE) for i in index):
+        return tuple(index)  # PyTorch still reads x[[i, j]] with sequences inside as x[i, j]
+    return (index,)
+
+
+def parse_index(x: Tensor, index):
+    """(basic key for movement.Index, advanced key over the view's dims or None)."""
+    items = [_classify(i, x) for i in _items(index)]
+    consumed, ellipsis = 0, False
+    for kind, v in items:
+        if kind in (_INT, _SLICE, _ADV):
+            consumed += 1
+        elif kind == _MASK:
+            consumed += v.ndim
+        elif kind == _ELLIPSIS:
+            if ellipsis:
+                raise ShapeError("getitem: an index can only have a single ellipsis (...)",
+                                 op="getitem")
+            ellipsis = True
+    ndim = x.ndim
+    if consumed > ndim:
+        raise ShapeError(f"getitem: too many indices for tensor of dimension {ndim}",
+                         op="getitem", operands=[("input", describe(x))])
+    basic, adv, in_dim, out_dim = [], {}, 0, 0
+    for kind, v in items:
+        if kind == _INT:
+            basic.append(v)
+            in_dim += 1
+        elif kind == _SLICE:
+            basic.append(v)
+            in_dim += 1
+            out_dim += 1
+        elif kind == _NONE:
+            basic.append(None)
+            out_dim += 1
+        elif kind == _ELLIPSIS:
+            k = ndim - consumed
+            basic.extend([_FULL] * k)
+            in_dim += k
+            out_dim += k
+        elif kind == _BOOL:  # a new dim of size 1 (True) or 0 (False), indexed in advance
+            basic.append(None)
+            adv[out_dim] = np.zeros(1 if v else 0, np.intp)
+            out_dim += 1
+        elif kind == _ADV:
+            basic.append(_FULL)
+            adv[out_dim] = v
+            in_dim += 1
+            out_dim += 1
+        else:  # a mask: as many int arrays as it has dims
+            k = v.ndim
+            for j in range(k):
+                same = dims_equal(v.shape[j], x.shape[in_dim + j])
+                if not same:
+                    raise ShapeError(
+                        f"getitem: the shape of the mask {format_shape(v.shape)} at index "
+                        f"{in_dim} does not match the shape of the indexed tensor "
+                        f"{format_shape(x.shape)} at index {in_dim}", op="getitem",
+                        operands=[("input", describe(x)), ("mask", format_shape(v.shape))])
+            for nz in np.nonzero(v):
+                basic.append(_FULL)
+                adv[out_dim] = nz
+                out_dim += 1
+            in_dim += k
+    while basic and _is_full(basic[-1]):  # trailing whole dims change nothing
+        basic.pop()
+    if not adv:
+        return tuple(basic), None
+    key = tuple(adv.get(d) for d in range(max(adv) + 1))
+    return tuple(basic), key
+
+
+def _is_full(b) -> bool:
+    return type(b) is slice and b.start is None and b.stop is None and b.step is None
+
+
+# ---- advanced indexing ----------------------------------------------------------------------
+def advanced_index(shape, key, op: str = "index", x=None):
+    """(out shape, key with negatives wrapped) for integer arrays (None = whole dim)."""
+    if len(key) > len(shape):
+        raise ShapeError(f"{op}: too many indices for tensor of dimension {len(shape)}", op=op)
+    norm, shapes, pos = [], [], []
+    for d, a in enumerate(key):
+        if a is None:
+            norm.append(None)
+            continue
+        n = shape[d]
+        if type(a) is not MetaIndex and a.size:
+            lo, hi = a.min(), a.max()
+            if type(n) is int and (lo < -n or hi >= n):
+                bad = hi if hi >= n else lo
+                raise ShapeError(
+                    f"{op}: index {bad} is out of bounds for dim {d} with size {n}", op=op,
+                    operands=[("input", describe(x) if x is not None else format_shape(shape))])
+            if lo < 0 and type(n) is int:
+                a = np.where(a < 0, a + n, a)
+            a = a.astype(np.intp, copy=False)
+        norm.append(a)
+        shapes.append(tuple(a.shape))
+        pos.append(d)
+    b = shapes[0]
+    for s in shapes[1:]:
+        try:
+            b = broadcast_shapes(b, s, op)
+        except ShapeError:
+            raise ShapeError(
+                f"{op}: shape mismatch: indexing tensors could not be broadcast together with "
+                "shapes " + ", ".join(format_shape(s) for s in shapes), op=op,
+                operands=[("input", describe(x) if x is not None else format_shape(shape))]
+            ) from None
+    rest = [s for d, s in enumerate(shape) if d not in pos]
+    if pos == list(range(pos[0], pos[-1] + 1)):  # adjacent: the result goes where they are
+        p = pos[0]
+        out = tuple(shape[:p]) + tuple(b) + tuple(rest[p:])
+    else:
+        out = tuple(b) + tuple(rest)
+    return out, tuple(norm)
+
+
+def _np_key(key) -> tuple:
+    return tuple(_FULL if a is None else a for a in key)
+
+
+class AdvancedIndex(Op):
+    """x[i0, :, i2, ...] for integer arrays: a copy."""
+
+    name = "index"
+
+    def __init__(self, key) -> None:
+        self.key = key
+
+    def infer(self, x):
+        shape, self.key = advanced_index(x.shape, self.key, self.name, x)
+        self.in_shape = x.shape
+        return shape, x.dtype
+
+    def forward(self, x):
+        return x[_np_key(self.key)]
+
+    def backward(self, g):
+        return (apply(IndexAccumulate(self.key, self.in_shape), g),)
+
+
+class IndexAccumulate(Op):
+    """The gradient of advanced indexing: g added into zeros (repeated indices add up)."""
+
+    name = "index_backward"
+
+    def __init__(self, key, in_shape) -> None:
+        self.key, self.in_shape = key, in_shape
+
+    def infer(self, g):
+        return self.in_shape, g.dtype
+
+    def forward(self, g):
+        out = np.zeros(self.in_shape, g.dtype)
+        np.add.at(out, _np_key(self.key), g)
+        return out
+
+    def backward(self, gg):
+        return (apply(AdvancedIndex(self.key), gg),)
+
+
+def index_parsed(x: Tensor, basic, adv) -> Tensor:
+    """x indexed by a parsed key: the basic view, then the advanced copy."""
+    if basic:
+        x = _view_apply(Index(basic), x)
+    if adv is not None:
+        x = apply(AdvancedIndex(adv), x)
+    return x
+
+
+def getitem(x: Tensor, index) -> Tensor:
+    """`x[index]` (Tensor.__getitem__)."""
+    t = type(index)
+    if t is int or t is slice:  # the common cases, without the parser
+        return _view_apply(Index((index,)), x)
+    if t is tuple and all(type(i) is int or type(i) is slice or i is None for i in index):
+        return _view_apply(Index(index), x)
+    basic, adv = parse_index(x, index)
+    if not basic and adv is None:
+        return _view_apply(Index(()), x)  # x[...] or x[:]: an alias, as in PyTorch
+    return index_parsed(x, basic, adv)
+
+
+# ---- writing: index_put and __setitem__ ----------------------------------------------------
+def _region_shape(shape, basic, adv, op: str, x=None) -> tuple:
+    shape, basic = basic_index(shape, basic, op, x)
+    if adv is not None:
+        shape, adv = advanced_index(shape, adv, op, x)
+    return shape, basic, adv
+
+
+def _value_shape(vshape, region, op: str, x=None, value=None) -> tuple:
+    """The value's shape without leading 1s beyond the region's dims; checks it broadcasts."""
+    vshape = tuple(vshape)
+    while len(vshape) > len(region) and type(vshape[0]) is int and vshape[0] == 1:
+        vshape = vshape[1:]
+    ok = len(vshape) <= len(region)
+    if ok:
+        for v, r in zip(reversed(vshape), reversed(region)):
+            if not (type(v) is int and v == 1) and not dims_equal(v, r):
+                ok = False
+                break
+    if not ok:
+        raise ShapeError(
+            f"{op}: shape mismatch: value of shape {format_shape(vshape)} cannot be broadcast "
+            f"to the indexing result of shape {format_shape(region)}", op=op,
+            operands=[("self", describe(x) if x is not None else "?"),
+                      ("value", describe(value) if value is not None else format_shape(vshape))])
+    return vshape
+
+
+def _write(out: np.ndarray, basic, adv, value, accumulate: bool) -> None:
+    region = out[tuple(basic) + (Ellipsis,)]
+    if adv is None:
+        if accumulate:
+            region += value
+        else:
+            region[...] = value
+    elif accumulate:
+        np.add.at(region, _np_key(adv), value)
+    else:
+        region[_np_key(adv)] = value  # repeated indices: the last write wins, as NumPy
+
+
+class IndexPut(Op):
+    """x with value written (or added) at a parsed index: the functional form of setitem."""
+
+    name = "index_put"
+
+    def __init__(self, basic, adv, accumulate: bool = False) -> None:
+        self.basic, self.adv, self.accumulate = basic, adv, accumulate
+
+    def infer(self, x, value):
+        region, self.basic, self.adv = _region_shape(x.shape, self.basic, self.adv, self.name, x)
+        self.vshape = _value_shape(value.shape, region, self.name, x, value)
+        self.value_shape = value.shape
+        return x.shape, x.dtype
+
+    def saved(self, x, value, out):
+        self.need_x = x.requires_grad
+        return ()
+
+    def forward(self, x, value):
+        out = np.array(x, copy=True)
+        _write(out, self.basic, self.adv, value.reshape(self.vshape), self.accumulate)
+        return out
+
+    def backward(self, g):
+        gx = None
+        if self.need_x:
+            gx = g if self.accumulate else apply(
+                IndexPut(self.basic, self.adv), g, _zero_like(g))
+        gv = index_parsed(g, self.basic, self.adv)
+        if gv.ndim < len(self.value_shape):  # the value had leading 1s beyond the region
+            gv = gv.reshape((1,) * (len(self.value_shape) - gv.ndim) + tuple(gv.shape))
+        return gx, gv
+
+
+def _zero_like(g: Tensor) -> Tensor:
+    data = None if g.device is meta else np.zeros((), g.dtype.np)
+    return Tensor._make(data, (), g.dtype, g.device)
+
+
+def _value_tensor(value, x: Tensor) -> Tensor:
+    """The value as a tensor of x's dtype on x's device (PyTorch casts silently)."""
+    if not isinstance(value, Tensor):
+        if isinstance(value, np.ndarray):
+            value = from_numpy(value)
+        else:
+            try:
+                arr = np.asarray(value, dtype=x.dtype.np)
+            except (TypeError, ValueError):
+                raise DTypeError(f"__setitem__: cannot write a {type(value).__name__} into "
+                                 f"{describe(x)}", op="__setitem__") from None
+            data = None if x.device is meta else arr
+            return Tensor._make(data, arr.shape, x.dtype, x.device)
+    if value.dtype is not x.dtype:
+        value = value.to(x.dtype)
+    return value
+
+
+def index_put(x: Tensor, indices, values, accumulate: bool = False) -> Tensor:
+    """`torch.index_put`: x with values at the tuple of index tensors `indices`."""
+    basic, adv = parse_index(x, tuple(indices))
+    return apply(IndexPut(basic, adv, accumulate), x, _value_tensor(values, x))
+
+
+def index_put_(x: Tensor, indices, values, accumulate: bool = False) -> Tensor:
+    from .inplace import inplace
+
+    basic, adv = parse_index(x, tuple(indices))
+
+    def put(src, v):
+        return apply(IndexPut(basic, adv, accumulate), src, v)
+
+    return inplace(x, "index_put_", put, _value_tensor(values, x))
+
+
+def setitem(x: Tensor, index, value) -> None:
+    """`x[index] = value` (Tensor.__setitem__): in place; the graph follows where it must."""
+    basic, adv = parse_index(x, index)
+    needs_graph = grad_mode.state.enabled and (
+        x.requires_grad or (isinstance(value, Tensor) and value.requires_grad))
+    if needs_graph:
+        from .inplace import inplace
+
+        def put(src, v):
+            return apply(IndexPut(basic, adv), src, v)
+
+        inplace(x, "__setitem__", put, _value_tensor(value, x))
+        return
+    region, basic, adv = _region_shape(x.shape, basic, adv, "__setitem__", x)
+    if isinstance(value, Tensor):
+        if value.device is not x.device and x.device is not meta:
+            raise DeviceError(f"__setitem__: the value {describe(value)} is on another device "
+                              f"than {describe(x)}", op="__setitem__")
+        vshape = _value_shape(value.shape, region, "__setitem__", x, value)
+        arr = None if value.data is None else value.data.reshape(vshape)
+    elif isinstance(value, np.ndarray):
+        arr = value.reshape(_value_shape(value.shape, region, "__setitem__", x))
+    else:
+        arr = value
+        if not isinstance(value, (int, float, bool, np.generic)):
+            arr = np.asarray(value)
+            arr = arr.reshape(_value_shape(arr.shape, region, "__setitem__", x))
+    if x.data is not None:
+        _write(x.data, basic, adv, arr, False)
+    x._version[0] += 1
+    x._version[1] = "__setitem__"
+
+
+__getitem__ = getitem
+__setitem__ = setitem
+
+METHODS = ("__getitem__", "__setitem__", "index_put", "index_put_")
+__all__ = ["index_put"]
