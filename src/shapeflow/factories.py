@@ -170,6 +170,8 @@ def arange(start, end=None, step=1, dtype=None, device=None,
         start, end = 0, start
     if step == 0:
         raise ShapeError("arange: step must be nonzero")
+    if _is_symbolic(start) or _is_symbolic(end):
+        return _symbolic_arange(start, end, step, dtype, device, requires_grad)
     if dtype is None:
         dtype = _dt.result_type(start, end, step)
     n = max(0, math.ceil((end - start) / step))
@@ -177,6 +179,19 @@ def arange(start, end=None, step=1, dtype=None, device=None,
     return _make(((n,),), dt, device, requires_grad,
                  lambda s, d: (start + step * np.arange(n, dtype=np.float64)).astype(d)
                  if dt.is_floating_point else np.arange(start, end, step, dtype=d))
+
+
+def _is_symbolic(x) -> bool:
+    return type(x) is not int and not isinstance(x, (float, bool, np.number))
+
+
+def _symbolic_arange(start, end, step, dtype, device, requires_grad) -> Tensor:
+    """arange(0, L) with a symbolic bound: a shape of (end - start) // step, on meta only."""
+    if type(step) is not int or step < 0:
+        raise ShapeError(f"arange: a symbolic bound needs a positive integer step, got {step}")
+    n = end - start if step == 1 else (end - start + step - 1) // step
+    dt = _dt.default_int if dtype is None else _dt.get_dtype(dtype)
+    return _make(((n,),), dt, device, requires_grad, None)
 
 
 def linspace(start, end, steps: int, dtype=None, device=None,

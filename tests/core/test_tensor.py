@@ -117,3 +117,18 @@ def test_torch_is_never_imported_by_shapeflow():
     code = ("import sys, shapeflow, shapeflow.nn, shapeflow.optim; "
             "print('torch' in sys.modules)")
     assert subprocess.check_output([sys.executable, "-c", code]).strip() == b"False"
+
+
+def test_arange_with_a_symbolic_bound_runs_on_meta():
+    L = sf.Dim("L")
+    pos = sf.arange(0, L, device="meta")
+    assert pos.shape == (L,) and pos.dtype == sf.int64
+    assert sf.arange(2, L + 2, device="meta").shape[0].subs(L=7) == 7
+    with pytest.raises(sf.ShapeError, match="concrete sizes"):
+        sf.arange(L)  # on cpu a symbol has no value
+
+
+def test_gpt_traces_with_symbolic_length():
+    model = sf.models.GPT(vocab_size=32, block_size=16, n_layer=1, n_head=2, n_embd=8)
+    logits, _ = model.to("meta")(sf.empty("B", "L", dtype=sf.int64, device="meta"))
+    assert [str(s) for s in logits.shape] == ["B", "L", "32"]

@@ -1021,10 +1021,10 @@ class MaskedFill(Op):
 def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
     if isinstance(value, Tensor):
         value = value.item()  # the value gets no gradient
-    if isinstance(mask, np.ndarray):
+    if isinstance(mask, (np.ndarray, np.generic)):
         from ..tensor import from_numpy
 
-        mask = from_numpy(mask)
+        mask = from_numpy(np.asarray(mask))
     return apply(MaskedFill(value), x, mask)
 
 
@@ -1057,6 +1057,10 @@ class Pad(Op):
         shape = []
         for s, (a, b) in zip(x.shape, pairs):
             n = s + a + b
+            kept = s + min(a, 0) + min(b, 0)  # negative pads crop the input first
+            if type(kept) is int and kept < 0:
+                raise ShapeError(f"pad: padding {p} crops more than the size {s} of a dim",
+                                 op="pad", operands=[("input", describe(x))])
             if type(n) is int and n < 0:
                 raise ShapeError(f"pad: padding {p} makes a dim of size {s} negative",
                                  op="pad", operands=[("input", describe(x))])
