@@ -29,6 +29,8 @@ from ..ops import base
 from ..shape import format_shape
 from ..tensor import Tensor
 from . import trace as _trace
+from .trace import meta_copy
+from .units import format_bytes, format_count
 
 __all__ = ["Graph", "Node", "Edge", "SavedTensor", "RenderError", "graph", "trace_call"]
 
@@ -156,32 +158,6 @@ def _dedup(saved):
     return out
 
 
-def _count(n: int) -> str:
-    """`7.1M`, `12.3k`, `96`."""
-    for div, unit in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
-        if n >= div:
-            return f"{n / div:.1f}{unit}"
-    return str(n)
-
-
-def format_bytes(n) -> str:
-    """`1.5 MiB` for a number; the expression itself (in bytes) when symbolic."""
-    if not isinstance(n, int):
-        terms = getattr(n, "_terms", ())
-        if len(terms) == 1 and type(terms[0][1]) is int and terms[0][1] > 1:
-            from ..symbolic import exact_div
-
-            c = terms[0][1]  # one term, c * B*L: say `1.5 MiB × B*L`
-            unit = format_bytes(c) if c >= 1024 else f"{c} bytes"
-            return f"{unit} × {exact_div(n, c)}"
-        return f"{n} bytes"
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024:
-            return f"{n} B" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"
-
-
 # ---- the graph ----------------------------------------------------------------------------
 _STYLE = {  # kind -> (shape, fill, border)
     "input": ("box", "#d5e8d4", "#82b366"),
@@ -265,7 +241,8 @@ class Graph:
                 detail = self.modules.get(path, "") if path else ""
                 count = self.module_params.get(path)
                 if count:
-                    detail += f", {_count(count)} params" if detail else f"{_count(count)} params"
+                    params = f"{format_count(count)} params"
+                    detail = f"{detail}, {params}" if detail else params
                 m = groups[path] = Node(f"m{len(groups)}", "module", name, stack=n.stack[:max(
                     depth - 1, 0)], detail=detail, recorded=False)
                 order.append(m)
@@ -442,18 +419,6 @@ class Trace:
         """(kind, name) of a parameter, buffer or named tensor, else None."""
         hit = self.names.get(id(t))
         return hit if hit is not None else self.version_names.get(id(t._version))
-
-
-def meta_copy(model):
-    """A copy of `model` on the meta device (parameters stay Parameters; no data copied)."""
-    from ..nn.parameter import Parameter
-
-    memo = {}
-    for t in list(model.parameters()) + list(model.buffers()):
-        m = Tensor._make(None, t.shape, t.dtype, meta)
-        memo[id(t)] = Parameter(m, requires_grad=t.requires_grad) if isinstance(
-            t, Parameter) else m
-    return copy.deepcopy(model, memo)
 
 
 def _is_meta(x) -> bool:

@@ -14,6 +14,8 @@ from ..ops import base
 from ..shape import format_shape
 from ..tensor import Tensor
 from . import trace
+from .trace import meta_copy
+from .units import format_bytes
 
 
 class Summary:
@@ -64,8 +66,15 @@ class Summary:
         for col in ("module", "kind", "input", "output", "params", "saved for backward"):
             t.add_column(col, justify="right" if col in ("params", "saved for backward")
                          else "left")
+        parents: list[str] = []  # path of the enclosing row at each depth
         for r in self.rows:
-            t.add_row("  " * r.depth + (r.path.rsplit(".", 1)[-1] if r.path else "(model)"),
+            del parents[r.depth:]
+            parent = parents[-1] if parents else ""
+            # relative to the enclosing called module: `blocks.0` under a ViT, `qkv` under attn
+            name = r.path[len(parent) + 1:] if parent and r.path.startswith(parent + ".") else (
+                r.path or "(model)")
+            parents.append(r.path)
+            t.add_row("  " * r.depth + name,
                       r.kind, ", ".join(format_shape(s) for s in r.input_shapes),
                       format_shape(r.output_shape) if r.output_shape is not None else "",
                       f"{r.params:,}", format_bytes(r.saved_bytes))
@@ -98,29 +107,6 @@ def _subs(x, values):
 
 def _subs_shape(shape, values):
     return None if shape is None else tuple(_subs(s, values) for s in shape)
-
-
-def format_bytes(n) -> str:
-    """1.5 MiB for numbers; the expression itself (in bytes) when symbolic."""
-    if not isinstance(n, int):
-        return f"{n} B"
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:,} B" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)
-
-
-def meta_copy(model):
-    """A copy of model on the meta device, without copying any parameter data."""
-    from ..nn.parameter import Parameter
-
-    memo = {}
-    for t in list(model.parameters()) + list(model.buffers()):
-        m = t.detach().to("meta")
-        memo[id(t)] = Parameter(m, requires_grad=t.requires_grad) if isinstance(
-            t, Parameter) else m
-    return copy.deepcopy(model, memo)
 
 
 def summary(model, *inputs, **kwargs) -> Summary:

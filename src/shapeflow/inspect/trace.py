@@ -188,3 +188,19 @@ def current_state() -> CallState | None:
 
 
 breaks.current_path = current_path
+
+
+def meta_copy(model):
+    """A copy of `model` on the meta device: parameters stay Parameters, no data is copied."""
+    import copy
+
+    from ..device import meta
+    from ..nn.parameter import Parameter
+    from ..tensor import Tensor
+
+    memo = {}
+    for t in list(model.parameters()) + list(model.buffers()):
+        m = Tensor._make(None, t.shape, t.dtype, meta)
+        memo[id(t)] = Parameter(m, requires_grad=t.requires_grad) if isinstance(
+            t, Parameter) else m
+    return copy.deepcopy(model, memo)
