@@ -49,6 +49,7 @@ _LAZY = {
     "nn": ".nn", "optim": ".optim", "data": ".data", "models": ".models", "autograd": ".autograd",
     "memory": ".inspect.memory", "onnx": ".io.onnx",
 }
+_LAZY_ATTRS = {"graph": ".inspect.graph", "Graph": ".inspect.graph"}  # subprocess: not at import
 
 
 def __getattr__(name: str):
@@ -56,4 +57,6 @@ def __getattr__(name: str):
 
     if name in _LAZY:
         return importlib.import_module(_LAZY[name], __name__)
+    if name in _LAZY_ATTRS:
+        return getattr(importlib.import_module(_LAZY_ATTRS[name], __name__), name)
     raise AttributeError(f"module 'shapeflow' has no attribute {name!r}")
