@@ -9,6 +9,8 @@ import time
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from .inspect.units import format_bytes
+
 DEMO_VIT = dict(image_size=8, patch_size=2, in_channels=1, num_classes=10, dim=64, depth=2,
                 heads=4, mlp_ratio=2, dropout=0.0)
 
@@ -92,16 +94,14 @@ def run_demo(epochs: int = 40, seed: int = 0, out: str | None = None) -> int:
 
 
 def _print_memory(console, model) -> None:
-    try:
-        from .inspect.memory import report
-    except ImportError:
-        n = sum(p.numel() for p in model.parameters())
-        console.print(f"  parameters {4 * n:,} bytes; AdamW keeps 2 more copies and backward "
-                      f"keeps each layer's inputs (memory reports: sf.memory)")
-        return
+    """The report for one training step of the demo's batch, and what inference needs."""
     import shapeflow as sf
+    from shapeflow.nn import functional as F
 
     x = sf.empty(64, 1, 8, 8, device="meta")
-    from shapeflow import optim
-
-    console.print(report(model, x, optimizer=optim.AdamW, mode="train").summary_text())
+    y = sf.empty(64, dtype=sf.int64, device="meta")
+    rep = sf.memory.report(model, x, loss_fn=F.cross_entropy, target=y, optimizer="adamw")
+    console.print(str(rep), highlight=False)
+    console.print(f"  training peak {format_bytes(rep.peak)} vs inference peak "
+                  f"{format_bytes(rep.inference_peak)}: gradients, AdamW's two moments and "
+                  f"the {format_bytes(rep.activations)} backward keeps", highlight=False)

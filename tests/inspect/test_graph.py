@@ -316,3 +316,22 @@ def test_values_are_unchanged_by_tracing():
     graph(model, x)
     np.testing.assert_array_equal(model(x).detach().numpy(), before)
     assert not x.requires_grad and x.grad is None
+
+
+@pytest.mark.parametrize("name", ["mlp", "vit", "gpt"])
+def test_saved_tensors_marked_match_the_memory_report(name):
+    from shapeflow.models import GPT, MLP, ViT
+
+    model, x = {
+        "mlp": lambda: (MLP(784, [256], 10), sf.empty("B", 784, device="meta")),
+        "vit": lambda: (ViT(8, 2, 1, 10, 64, 2, 4, dropout=0.1),
+                        sf.empty("B", 1, 8, 8, device="meta")),
+        "gpt": lambda: (GPT(50, 32, 2, 4, 32, dropout=0.1),
+                        sf.empty("B", "L", dtype=sf.int64, device="meta")),
+    }[name]()
+    g = graph(model, x)
+    rep = sf.memory.report(model, x)  # loss = output.sum(), which saves nothing more
+    assert g.saved_bytes == rep.activations
+    marked = sum(n.activation_bytes for n in g.nodes if n.kind == "op")
+    assert marked.subs(B=3, **({"L": 5} if name == "gpt" else {})) >= rep.activations.subs(
+        B=3, **({"L": 5} if name == "gpt" else {}))  # per node, before sharing is removed

@@ -393,8 +393,9 @@ def test_sdpa_saves_what_korthikanti_counts():
     inputs = [k for k, src, *_ in kept if src == base.INPUT]
     assert inputs == [base.LAYER_INPUT] * 3  # q, k, v
     new = [(k, s, d) for k, src, s, d in kept if src == base.NEW]
-    assert new == [(base.ATTENTION, (2, 4, 6, 6), np.float32),
-                   (base.DROPOUT_MASK, (2, 4, 6, 6), np.bool_)]
+    assert new == [(base.ATTENTION, (2, 4, 6, 6), np.float32),  # softmax output
+                   (base.DROPOUT_MASK, (2, 4, 6, 6), np.bool_),
+                   (base.ATTENTION, (2, 4, 6, 6), np.float32)]  # dropout output, for PV
     no_drop = saved_entries(F.scaled_dot_product_attention(q, k, v))
     assert [k for k, *_ in no_drop].count(base.DROPOUT_MASK) == 0
 
@@ -404,11 +405,11 @@ def test_sdpa_dropout_grads_match_the_mask():
     q, k, v = (sf.tensor(a, dtype=sf.float32, requires_grad=True) for a in (qn, kn, vn))
     sf.manual_seed(5)
     out = F.scaled_dot_product_attention(q, k, v, dropout_p=0.4)
-    keep = base.saved_arrays(out.grad_fn)[-1]
+    keep = base.saved_arrays(out.grad_fn)[-2]
     assert keep.dtype == np.bool_ and keep.shape == (2, 3, 5)
     big = F.scaled_dot_product_attention(*(sf.randn(1, 2, 64, 8, requires_grad=True)
                                            for _ in range(3)), dropout_p=0.4)
-    assert abs(1 - base.saved_arrays(big.grad_fn)[-1].mean() - 0.4) < 0.03
+    assert abs(1 - base.saved_arrays(big.grad_fn)[-2].mean() - 0.4) < 0.03
     g = normal(2, 3, 3).astype(np.float32)
     out.backward(sf.tensor(g))
     qt, kt, vt = (torch.tensor(a, dtype=torch.float32, requires_grad=True)

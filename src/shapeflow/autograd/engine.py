@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from ..device import meta
 from ..errors import GraphError, ShapeError
-from ..shape import format_shape
+from ..shape import dims_equal, format_shape, shapes_equal
 from ..tensor import Tensor, describe
 from . import grad_mode
 
@@ -101,7 +102,7 @@ def _topo_order(root_nodes):
 
 def _sum_to(grad: Tensor, shape, node) -> Tensor:
     """Sum a gradient back to an input's shape where the input was broadcast."""
-    if tuple(grad.shape) == tuple(shape):
+    if shapes_equal(grad.shape, shape):
         return grad
     lead = grad.ndim - len(shape)
     if lead < 0:
@@ -109,9 +110,10 @@ def _sum_to(grad: Tensor, shape, node) -> Tensor:
     dims = list(range(lead))
     for i, s in enumerate(shape):
         g = grad.shape[lead + i]
-        if s == 1 and g != 1:
-            dims.append(lead + i)
-        elif s != g:
+        if type(s) is int and s == 1:
+            if not (type(g) is int and g == 1):
+                dims.append(lead + i)
+        elif dims_equal(s, g) is not True:
             raise _bad_grad(node, grad, shape)
     out = grad.sum(dim=tuple(dims), keepdim=True) if dims else grad
     return out.reshape(tuple(shape))
@@ -146,8 +148,9 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=(),
         old = store.get(key)
         if old is None:
             store[key] = g
-        elif not create_graph and id(old) in owned and old.data is not None:
-            old.data += g.data  # our own sum: add in place
+        elif not create_graph and id(old) in owned:
+            if old.data is not None:  # our own sum: add in place (on meta: nothing to add)
+                old.data += g.data
         else:
             new = old + g
             if not create_graph:
@@ -188,7 +191,7 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=(),
             for ig, (nxt, shape, dtype) in zip(in_grads, node.next):
                 if nxt is None or ig is None:
                     continue
-                if ig.shape != shape:
+                if not shapes_equal(ig.shape, shape):
                     ig = _sum_to(ig, shape, node)
                 if ig.dtype is not dtype:
                     ig = ig.to(dtype)
@@ -224,8 +227,9 @@ def _accumulate_leaf(leaf: Tensor, g: Tensor, create_graph: bool) -> None:
         leaf.grad = g if create_graph else _own(g)
     elif create_graph:
         leaf.grad = leaf.grad + g
-    elif leaf.grad.data is not None:
-        leaf.grad.data += g.data
+    elif leaf.grad.data is not None or leaf.grad.device is g.device is meta:
+        if leaf.grad.data is not None:  # in place, so a meta step allocates what cpu does
+            leaf.grad.data += g.data
         leaf.grad._version[0] += 1
     else:
         leaf.grad = leaf.grad + g

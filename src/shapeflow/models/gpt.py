@@ -39,13 +39,14 @@ class KVCache:
 
 
 class CausalSelfAttention(nn.Module):
-    def __init__(self, config: GPTConfig) -> None:
+    def __init__(self, config: GPTConfig, device=None) -> None:
         super().__init__()
         if config.n_embd % config.n_head:
             raise ShapeError(f"GPT: n_embd {config.n_embd} is not divisible by n_head "
                              f"{config.n_head}", op="GPT")
-        self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd, bias=config.bias)
-        self.c_proj = nn.Linear(config.n_embd, config.n_embd, bias=config.bias)
+        self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd, bias=config.bias,
+                                device=device)
+        self.c_proj = nn.Linear(config.n_embd, config.n_embd, bias=config.bias, device=device)
         self.resid_dropout = nn.Dropout(config.dropout)
         self.n_head, self.n_embd, self.dropout = config.n_head, config.n_embd, config.dropout
 
@@ -78,11 +79,12 @@ class CausalSelfAttention(nn.Module):
 
 
 class MLP(nn.Module):
-    def __init__(self, config: GPTConfig) -> None:
+    def __init__(self, config: GPTConfig, device=None) -> None:
         super().__init__()
-        self.c_fc = nn.Linear(config.n_embd, 4 * config.n_embd, bias=config.bias)
+        self.c_fc = nn.Linear(config.n_embd, 4 * config.n_embd, bias=config.bias, device=device)
         self.gelu = nn.GELU()
-        self.c_proj = nn.Linear(4 * config.n_embd, config.n_embd, bias=config.bias)
+        self.c_proj = nn.Linear(4 * config.n_embd, config.n_embd, bias=config.bias,
+                                device=device)
         self.dropout = nn.Dropout(config.dropout)
 
     def forward(self, x):
@@ -90,12 +92,13 @@ class MLP(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, config: GPTConfig) -> None:
+    def __init__(self, config: GPTConfig, device=None) -> None:
         super().__init__()
-        self.ln_1 = nn.LayerNorm(config.n_embd, bias=config.bias)
-        self.attn = CausalSelfAttention(config)
-        self.ln_2 = nn.LayerNorm(config.n_embd, bias=config.bias)
-        self.mlp = MLP(config)
+        # built on `device` directly: a meta GPT-3 never allocates its 175B weights on cpu
+        self.ln_1 = nn.LayerNorm(config.n_embd, bias=config.bias, device=device)
+        self.attn = CausalSelfAttention(config, device)
+        self.ln_2 = nn.LayerNorm(config.n_embd, bias=config.bias, device=device)
+        self.mlp = MLP(config, device)
 
     def forward(self, x, cache: KVCache | None = None, layer: int = 0):
         x = x + self.attn(self.ln_1(x), cache, layer)
@@ -115,10 +118,10 @@ class GPT(nn.Module):
             wte=nn.Embedding(c.vocab_size, c.n_embd, device=device),
             wpe=nn.Embedding(c.block_size, c.n_embd, device=device),
             drop=nn.Dropout(c.dropout),
-            h=nn.ModuleList(Block(c) for _ in range(c.n_layer)),
-            ln_f=nn.LayerNorm(c.n_embd, bias=c.bias),
+            h=nn.ModuleList(Block(c, device) for _ in range(c.n_layer)),
+            ln_f=nn.LayerNorm(c.n_embd, bias=c.bias, device=device),
         ))
-        self.lm_head = nn.Linear(c.n_embd, c.vocab_size, bias=False)
+        self.lm_head = nn.Linear(c.n_embd, c.vocab_size, bias=False, device=device)
         self.lm_head.weight = self.transformer.wte.weight  # tied, as in GPT-2
         self.checkpoint = checkpoint
         if device is not None:

@@ -140,7 +140,7 @@ def _unpack(node: Op, item, entry: Saved) -> Tensor:
 class _OutputRef:
     """What a node keeps of its own output: data and version counter, not the Tensor."""
 
-    __slots__ = ("data", "shape", "dtype", "device", "_version")
+    __slots__ = ("data", "shape", "dtype", "device", "_version", "__weakref__")
 
     def __init__(self, out: Tensor) -> None:
         self.data, self.shape, self.dtype = out.data, out.shape, out.dtype

@@ -286,19 +286,75 @@ _ERFC_COEFFS = (1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807, -1.
                 1.48851587, -0.82215223, 0.17087277)
 
 
+_CHUNK = 16384  # elements per block: the scratch of a block stays in cache
+
+
 def normal_cdf(x: np.ndarray) -> np.ndarray:
     """Phi(x). float64 uses math.erf exactly; other dtypes an erfc with relative error < 1.2e-7."""
     if x.dtype == np.float64:
         return 0.5 * (1.0 + _erf64(x / _SQRT_2))
-    z = np.abs(x).astype(np.float32, copy=False) * np.float32(1 / _SQRT_2)
-    t = 1.0 / (1.0 + 0.5 * z)
-    # Numerical Recipes' Chebyshev fit of erfc (fractional error < 1.2e-7 for all z)
-    poly = np.float32(_ERFC_COEFFS[-1])
+    return _blockwise(x, _cdf_block)
+
+
+def _blockwise(x: np.ndarray, kernel) -> np.ndarray:
+    """kernel(x_block, out_block, scratch1, scratch2) over float32 blocks of x, into x's dtype.
+
+    Block by block, a transcendental's temporaries cost a few blocks, not a few copies of
+    x (what NumPy's whole-array expressions allocate; see the memory report's peak).
+    """
+    flat = x.reshape(-1)
+    n = flat.size
+    res = np.empty(n, x.dtype)
+    size = min(n, _CHUNK)
+    buf = np.empty((3, size), np.float32)
+    for a in range(0, n, _CHUNK):
+        b = min(a + _CHUNK, n)
+        xb = flat[a:b]
+        if xb.dtype != np.float32:  # 16-bit inputs are computed in float32
+            conv = buf[2, : b - a]
+            np.copyto(conv, xb, casting="unsafe")
+            xb = conv
+        out = res[a:b] if res.dtype == np.float32 else np.empty(b - a, np.float32)
+        kernel(xb, out, buf[0, : b - a], buf[1, : b - a])
+        if res.dtype != np.float32:
+            res[a:b] = out
+    return res.reshape(x.shape)
+
+
+def _cdf_block(x, out, t, z) -> None:
+    """Phi(x) into out (float32): Numerical Recipes' Chebyshev fit of erfc (error < 1.2e-7)."""
+    np.abs(x, out=z)
+    z *= np.float32(1 / _SQRT_2)
+    np.multiply(z, np.float32(0.5), out=t)
+    t += np.float32(1.0)
+    np.reciprocal(t, out=t)
+    out.fill(_ERFC_COEFFS[-1])
     for c in _ERFC_COEFFS[-2::-1]:
-        poly = c + t * poly
-    poly = t * poly - z * z - 1.26551223
-    half_erfc = 0.5 * t * np.exp(poly)
-    return np.where(x >= 0, 1.0 - half_erfc, half_erfc).astype(x.dtype, copy=False)
+        out *= t
+        out += np.float32(c)
+    out *= t
+    np.multiply(z, z, out=z)
+    out -= z
+    out -= np.float32(1.26551223)
+    np.exp(out, out=out)
+    out *= t
+    out *= np.float32(0.5)  # 0.5 * erfc(|x| / sqrt 2) = Phi(-|x|)
+    np.subtract(np.float32(1.0), out, out=out, where=x >= 0)
+
+
+def _gelu_block(x, out, t, z) -> None:
+    _cdf_block(x, out, t, z)
+    out *= x
+
+
+def _gelu_grad_block(x, out, t, z) -> None:
+    _cdf_block(x, out, t, z)  # Phi(x) + x * pdf(x)
+    np.multiply(x, x, out=z)
+    z *= np.float32(-0.5)
+    np.exp(z, out=z)
+    z *= np.float32(_INV_SQRT_2PI)
+    z *= x
+    out += z
 
 
 class Gelu(Unary):
@@ -316,7 +372,9 @@ class Gelu(Unary):
         if self.approximate == "tanh":
             inner = np.tanh((x + 0.044715 * x * x * x) * _SQRT_2_OVER_PI)
             return (0.5 * x * (1.0 + inner)).astype(x.dtype, copy=False)
-        return (x * normal_cdf(x)).astype(x.dtype, copy=False)
+        if x.dtype == np.float64:
+            return x * normal_cdf(x)
+        return _blockwise(x, _gelu_block)
 
     def backward(self, g):
         (x,) = self.saved_tensors
@@ -340,8 +398,10 @@ class GeluGrad(Unary):
             th = np.tanh(u)
             du = _SQRT_2_OVER_PI * (1.0 + 3 * 0.044715 * x * x)
             return (0.5 * (1.0 + th) + 0.5 * x * (1.0 - th * th) * du).astype(x.dtype, copy=False)
-        pdf = np.exp(-0.5 * x * x) * _INV_SQRT_2PI
-        return (normal_cdf(x) + x * pdf).astype(x.dtype, copy=False)
+        if x.dtype == np.float64:
+            pdf = np.exp(-0.5 * x * x) * _INV_SQRT_2PI
+            return normal_cdf(x) + x * pdf
+        return _blockwise(x, _gelu_grad_block)
 
     def backward(self, g):
         (x,) = self.saved_tensors

@@ -19,6 +19,7 @@ from ..shape import (
     shapes_equal,
 )
 from ..tensor import Tensor, describe
+from . import meta_layout
 from .base import X1, Op, apply
 
 
@@ -27,10 +28,19 @@ class View(Op):
 
     is_view = True
 
+    def meta_layout(self, arr: np.ndarray) -> np.ndarray | None:
+        """The op on a meta layout array (a view, or None where NumPy would copy)."""
+        return self.forward(arr)
+
 
 def _view_apply(op: View, x: Tensor) -> Tensor:
     out = apply(op, x)
-    if out.data is None or np.may_share_memory(out.data, x.data):
+    if out.data is None:
+        if not meta_layout.view(op, x, out):
+            return out  # NumPy would copy here: the meta tensor gets memory of its own
+        out._version = x._version
+        out._base = x if x._base is None else x._base
+    elif np.may_share_memory(out.data, x.data):
         out._version = x._version  # in-place changes through either are seen by both
         out._base = x if x._base is None else x._base
     return out
@@ -107,6 +117,9 @@ class Reshape(View):
 
     def forward(self, x):
         return x.reshape(self.out_shape)
+
+    def meta_layout(self, arr):
+        return meta_layout.reshape_layout(arr, self.out_shape)
 
     def backward(self, g):
         return (g.reshape(self.in_shape),)
@@ -255,7 +268,9 @@ def clone(x: Tensor) -> Tensor:
 
 
 def contiguous(x: Tensor) -> Tensor:
-    if x.data is None or x.data.flags.c_contiguous:
+    if x.data is None:
+        return x if meta_layout.is_contiguous(x) else clone(x)
+    if x.data.flags.c_contiguous:
         return x
     return clone(x)
 

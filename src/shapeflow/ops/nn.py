@@ -211,8 +211,6 @@ class Linear(Op):
         g = _dense(g)
         shape = g.shape
         gx = gw = gb = None
-        if len(shape) != 2 and not all(type(s) is int for s in shape):
-            return self._symbolic_backward(g, x, w)
         g2 = g if len(shape) == 2 else g.reshape(prod_dims(shape[:-1]), shape[-1])
         if w is not None:
             gx = g2 @ w
@@ -224,19 +222,6 @@ class Linear(Op):
         if self.has_bias:
             gb = g2.sum(0)
             return gx, gw, gb
-        return gx, gw
-
-    def _symbolic_backward(self, g, x, w):
-        """Symbolic leading dims (meta): batched matmuls instead of flattening the rows."""
-        lead = tuple(range(g.ndim - 1))
-        gx = g @ w if w is not None else None
-        gw = None
-        if x is not None:
-            gw = g.unsqueeze(-1) @ x.unsqueeze(-2) if g.ndim == 1 else g.mT @ x
-            if gw.ndim > 2:
-                gw = gw.sum(tuple(range(gw.ndim - 2)))
-        if self.has_bias:
-            return gx, gw, g.sum(lead)
         return gx, gw
 
 
@@ -1470,8 +1455,8 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
 class Attention(Op):
     """softmax(q @ k^T * scale + mask) @ v, with dropout on the probabilities.
 
-    Saves q, k, v, the probabilities and (with dropout) a bool mask: what Korthikanti et
-    al. count for attention; backward recomputes the dropped probabilities.
+    Saves q, k, v, the probabilities and, with dropout, its bool mask and the dropped
+    probabilities (the PV matmul's input): what Korthikanti et al. count for attention.
     """
 
     name = "scaled_dot_product_attention"
@@ -1543,7 +1528,8 @@ class Attention(Op):
             kept += (Saved.input(3),)
         kept += (Saved.new("probs", self.scores_shape, q.dtype, ATTENTION),)
         if self.p > 0:
-            kept += (Saved.new("keep", self.scores_shape, _dt.bool_, DROPOUT_MASK),)
+            kept += (Saved.new("keep", self.scores_shape, _dt.bool_, DROPOUT_MASK),
+                     Saved.new("dropped", self.scores_shape, q.dtype, ATTENTION))
         return kept
 
     def forward(self, q, k, v, mask=None):
@@ -1565,7 +1551,7 @@ class Attention(Op):
             keep = r >= self.p
             pd = np.multiply(s, keep, out=r if s.dtype == np.float32 else None)
             pd *= pd.dtype.type(1.0 / (1.0 - self.p) if self.p < 1 else 0.0)
-            self.keep = keep
+            self.keep, self.dropped = keep, pd
             return np.matmul(pd, v)
         return np.matmul(s, v)
 
@@ -1573,8 +1559,8 @@ class Attention(Op):
         saved = list(self.saved_tensors)
         q, k, v = saved[0], saved[1], saved[2]
         mask = saved[3] if self.mask_kind else None
-        keep = saved[-1] if self.p > 0 else None
-        p = saved[-2] if self.p > 0 else saved[-1]
+        keep = saved[-2] if self.p > 0 else None
+        p = saved[-3] if self.p > 0 else saved[-1]
         scale = self.scale if self.scale is not None else q.shape[-1] ** -0.5
         ks = 1.0 / (1.0 - self.p) if self.p < 1 else 0.0
         need = [n is not None for n, _, _ in self.next]
@@ -1587,7 +1573,10 @@ class Attention(Op):
             elif mask is not None:
                 s = where(mask, s, float("-inf")) if mask.dtype is _dt.bool_ else s + mask
             p = softmax(s, -1)
-        pd = _mask_scale(p, keep, ks) if keep is not None else p
+        if keep is None:
+            pd = p
+        else:  # the dropped probabilities as saved, or as a function of p for grad of grad
+            pd = _mask_scale(p, keep, ks) if create else saved[-1]
         dv = pd.mT @ g if need[2] else None
         dq = dk = dm = None
         if need[0] or need[1] or (len(need) > 3 and need[3]):

@@ -1,0 +1,169 @@
+"""Printing a memory report (a rich table) and drawing it (a matplotlib bar chart)."""
+
+from __future__ import annotations
+
+import io
+
+from ...errors import ShapeflowError
+from ..units import format_bytes, format_count
+
+_KIND_TEXT = {
+    "layer inputs": "layer inputs (kept for weight grads)",
+    "attention": "attention probabilities",
+    "activation inputs": "activation-function inputs",
+    "dropout masks": "dropout masks",
+    "normalization stats": "normalization statistics",
+    "other": "other",
+}
+
+
+def _render(*renderables, width: int = 100) -> str:
+    from rich.console import Console
+
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, force_terminal=False, color_system=None,
+                      highlight=False)
+    for r in renderables:
+        console.print(r)
+    return buf.getvalue().rstrip("\n")
+
+
+def _top_rows(rep) -> list:
+    """Depth-1 module rows, runs of one kind (the blocks) merged into one line."""
+    rows = [r for r in rep.by_module if r.depth == 1]
+    out = []
+    for r in rows:
+        prev = out[-1] if out else None
+        stem, _, idx = r.path.rpartition(".")
+        if prev and idx.isdigit() and prev["stem"] == stem and prev["kind"] == r.kind:
+            prev["n"] += 1
+            prev["last"] = idx
+            prev["act"] = prev["act"] + r.activations
+            prev["params"] += r.params
+            continue
+        out.append({"stem": stem if idx.isdigit() else None, "first": idx, "last": idx, "n": 1,
+                    "kind": r.kind, "path": r.path, "act": r.activations, "params": r.params})
+    return out
+
+
+def render_report(rep) -> str:
+    from rich.table import Table
+
+    train = rep.mode == "train"
+    title = (f"{rep.model}: {'training step' if train else 'inference'} memory "
+             f"({rep.precision}, optimizer {rep.optimizer}"
+             f"{', checkpointing ' + rep.checkpoint if rep.checkpoint else ''})")
+    t = Table(title=title, title_justify="left")
+    t.add_column("what", style="bold")
+    t.add_column("bytes", justify="right")
+    t.add_column("why")
+    t.add_row("parameters", format_bytes(rep.params), f"{format_count(rep.param_count)} "
+              "weights (tied ones once) and buffers")
+    if train:
+        t.add_row("gradients", format_bytes(rep.grads), "one per trained parameter")
+        t.add_row("optimizer state", format_bytes(rep.optimizer_state),
+                  "moments / momentum" + (" + fp32 master weights" if rep.precision != "fp32"
+                                          else ""))
+        t.add_row("activations", format_bytes(rep.activations),
+                  "what backward keeps (saved by each op, once each)")
+        if rep.activations_without_checkpoint is not None:
+            t.add_row("  without checkpointing", format_bytes(
+                rep.activations_without_checkpoint), "recomputing blocks saves the rest")
+    t.add_row("inputs", format_bytes(rep.inputs), "the batch")
+    t.add_row("peak", format_bytes(rep.peak), "simulated: all live tensors at the busiest "
+              "moment" + (" of forward + backward" if train else ""))
+    if train:
+        t.add_row("inference peak", format_bytes(rep.inference_peak),
+                  "the same forward under no_grad: nothing kept for backward")
+    parts = [t]
+    if train and rep.by_kind:
+        k = Table(title="activations by kind", title_justify="left")
+        k.add_column("kind")
+        k.add_column("bytes", justify="right")
+        for kind, v in rep.by_kind.items():
+            k.add_row(_KIND_TEXT.get(kind, kind), format_bytes(v))
+        parts.append(k)
+    rows = _top_rows(rep)
+    if rows:
+        m = Table(title="by module", title_justify="left")
+        m.add_column("module")
+        m.add_column("kind")
+        m.add_column("params", justify="right")
+        if train:
+            m.add_column("activations", justify="right")
+        for r in rows:
+            name = r["path"] if r["n"] == 1 else f"{r['stem']}.{r['first']}-{r['last']}"
+            kind = r["kind"] if r["n"] == 1 else f"{r['kind']} x {r['n']}"
+            cells = [name, kind, format_bytes(r["params"])]
+            if train:
+                cells.append(format_bytes(r["act"]))
+            m.add_row(*cells)
+        parts.append(m)
+    text = _render(*parts)
+    if rep.unreached:
+        names = ", ".join(rep.unreached[:6]) + (" ..." if len(rep.unreached) > 6 else "")
+        text += (f"\nnote: the loss never reaches {len(rep.unreached)} parameter(s) ({names}):"
+                 " they get no gradient and no optimizer state")
+    return text
+
+
+def render_plan(plan) -> str:
+    from rich.table import Table
+
+    layout = f"{plan.devices} device(s): data parallel {plan.data_parallel}"
+    if plan.tensor_parallel > 1:
+        layout += f", tensor parallel {plan.tensor_parallel}"
+        if plan.sequence_parallel:
+            layout += " + sequence parallel"
+    if plan.zero:
+        layout += f", ZeRO stage {plan.zero}"
+    t = Table(title=f"per device: {layout}", title_justify="left", min_width=60)
+    t.add_column("what", style="bold")
+    t.add_column("bytes", justify="right")
+    for name, v in (("parameters", plan.params), ("gradients", plan.grads),
+                    ("optimizer state", plan.optimizer_state),
+                    ("model states", plan.model_states), ("activations", plan.activations),
+                    ("total", plan.total)):
+        t.add_row(name, format_bytes(v))
+    return _render(t)
+
+
+def plot_report(rep, path) -> None:
+    """Stacked bars, train vs inference, by component (symbolic reports: call subs first)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ShapeflowError("MemoryReport.plot needs matplotlib", hint="pip install "
+                             "'shapeflow[plot]'") from None
+    values = [rep.params, rep.grads, rep.optimizer_state, rep.activations, rep.peak,
+              rep.inference_peak]
+    if not all(isinstance(v, (int, float)) for v in values):
+        raise ShapeflowError("MemoryReport.plot: the report has symbolic sizes",
+                             hint="plot rep.subs(B=...) at concrete sizes")
+    other_train = max(rep.peak - rep.params - rep.grads - rep.optimizer_state -
+                      rep.activations, 0)
+    other_infer = max(rep.inference_peak - rep.params, 0)
+    parts = [("parameters", rep.params, rep.params), ("gradients", rep.grads, 0),
+             ("optimizer state", rep.optimizer_state, 0),
+             ("saved activations", rep.activations, 0),
+             ("inputs and temporaries", other_train, other_infer)]
+    scale, unit = 1, "B"
+    for s, u in ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
+        if rep.peak >= s:
+            scale, unit = s, u
+            break
+    fig, ax = plt.subplots(figsize=(5, 4))
+    bottoms = [0.0, 0.0]
+    for name, tr, inf in parts:
+        vals = [tr / scale, inf / scale]
+        ax.bar(["train", "inference"], vals, bottom=bottoms, label=name)
+        bottoms = [b + v for b, v in zip(bottoms, vals)]
+    ax.set_ylabel(unit)
+    ax.set_title(f"{rep.model}: peak memory ({rep.precision})")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(str(path))
+    plt.close(fig)

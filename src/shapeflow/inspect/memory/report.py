@@ -1,0 +1,496 @@
+"""`sf.memory.report(model, *inputs, ...)`: what a training step keeps, counted from the graph.
+
+The model runs once on the meta device (a copy: nothing is allocated or computed). Every op
+recorded declares what backward keeps (`Op.saved`); the report adds up those storages once
+each (a view, a parameter, or a tensor two ops keep costs nothing more), groups them by
+module and by kind, and a `LiveTracker` follows every tensor's lifetime through forward and
+backward for the peak. Symbolic input sizes give expressions, evaluable with `subs`.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field, replace
+
+from ... import dtypes as _dt
+from ...autograd import grad_mode
+from ...autograd.engine import backward as _backward
+from ...device import meta
+from ...errors import ShapeflowError
+from ...ops import base
+from ...tensor import Tensor
+from .. import trace as _trace
+from ..trace import meta_copy
+from .tracker import LiveTracker, Max, nbytes
+
+PRECISIONS = {"fp32": None, "bf16-mixed": _dt.bfloat16, "fp16-mixed": _dt.float16}
+OPTIMIZER_STATES = {"none": 0, "sgd": 0, "momentum": 1, "sgd-momentum": 1, "adam": 2,
+                    "adamw": 2}
+KINDS = (base.LAYER_INPUT, base.ATTENTION, base.ACTIVATION_INPUT, base.DROPOUT_MASK,
+         base.NORM_STATS, base.OTHER)
+
+
+class MemoryPlanError(ShapeflowError, ValueError):
+    """A memory report or plan was asked for with arguments that do not fit."""
+
+    kind = "MemoryPlanError"
+
+
+@dataclass
+class ModuleRow:
+    """One module of the model: saved activations and parameters, children included."""
+
+    path: str
+    kind: str
+    depth: int
+    activations: object = 0
+    params: int = 0  # bytes
+    by_kind: dict = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        return f"ModuleRow({self.path or '<model>'}: {self.kind}, activations={self.activations})"
+
+
+@dataclass
+class SavedStorage:
+    """One storage kept for backward: its bytes, kind and whether tensor parallelism splits it."""
+
+    nbytes: object
+    kind: str
+    sharded: bool
+    path: str
+
+
+@dataclass
+class ParamInfo:
+    """One parameter (tied ones once): what it costs and how parallelism can split it."""
+
+    name: str
+    numel: int
+    nbytes: int
+    reached: bool
+    state_bytes: int  # optimizer state (fp32 master weights included under mixed precision)
+    shardable: bool  # a Linear or Embedding weight, split by tensor parallelism
+
+
+@dataclass
+class MemoryReport:
+    """What a training (or inference) step of a model holds, in bytes."""
+
+    model: str
+    mode: str
+    precision: str
+    optimizer: str
+    params: int
+    grads: int
+    optimizer_state: int
+    activations: object
+    inputs: object
+    peak: object  # everything live at the busiest moment of the step (simulated)
+    inference_peak: object
+    by_kind: dict
+    by_module: list
+    unreached: list
+    saved: list = field(repr=False, default_factory=list)
+    param_info: list = field(repr=False, default_factory=list)
+    checkpoint: str = ""
+    activations_without_checkpoint: object = None
+
+    @property
+    def total(self):
+        """params + grads + optimizer state + saved activations."""
+        return self.params + self.grads + self.optimizer_state + self.activations
+
+    @property
+    def baseline(self):
+        """What is held before a step starts: parameters, optimizer state and the inputs."""
+        return self.params + self.optimizer_state + self.inputs
+
+    @property
+    def param_count(self) -> int:
+        return sum(p.numel for p in self.param_info)
+
+    def row(self, path: str) -> ModuleRow:
+        """The by_module row of a module path ("" is the whole model)."""
+        for r in self.by_module:
+            if r.path == path:
+                return r
+        raise KeyError(f"no module {path!r} ran in this report")
+
+    def subs(self, **values) -> MemoryReport:
+        """The report at given sizes of its symbolic dims (B=32, L=1024)."""
+        def at(x):
+            return x.subs(**values) if hasattr(x, "subs") else x
+
+        rows = [replace(r, activations=at(r.activations),
+                        by_kind={k: at(v) for k, v in r.by_kind.items()}) for r in self.by_module]
+        return replace(self, activations=at(self.activations), inputs=at(self.inputs),
+                       peak=at(self.peak), inference_peak=at(self.inference_peak),
+                       by_kind={k: at(v) for k, v in self.by_kind.items()}, by_module=rows,
+                       saved=[replace(s, nbytes=at(s.nbytes)) for s in self.saved],
+                       activations_without_checkpoint=at(self.activations_without_checkpoint))
+
+    def plan(self, devices: int = 1, zero: int = 0, tensor_parallel: int = 1,
+             sequence_parallel: bool = False):
+        """Per-device memory with ZeRO stage `zero` and tensor/sequence parallelism."""
+        from .parallel import plan
+
+        return plan(self, devices, zero, tensor_parallel, sequence_parallel)
+
+    def __str__(self) -> str:
+        from .display import render_report
+
+        return render_report(self)
+
+    def plot(self, path) -> None:
+        """A stacked bar chart of train vs inference by component (PNG, SVG, PDF)."""
+        from .display import plot_report
+
+        plot_report(self, path)
+
+
+# ---- the run ------------------------------------------------------------------------------
+def report(model, *inputs, loss_fn=None, target=None, optimizer=None, mode: str = "train",
+           precision: str = "fp32", checkpoint=None, **kwargs) -> MemoryReport:
+    """Memory of one step of `model(*inputs, **kwargs)`, traced on the meta device.
+
+    `loss_fn(output, target)` (or `loss_fn(output)` without a target; default: a scalar the
+    model returns, else output.sum()), e.g. `loss_fn=F.cross_entropy, target=y`;
+    `optimizer`: an Optimizer (instance or class) or "sgd", "momentum", "adam", "adamw";
+    `precision`: "fp32", "bf16-mixed" or "fp16-mixed" (16-bit weights, grads and
+    activations; fp32 master weights and optimizer state); `checkpoint`: True for every
+    block of every ModuleList, module paths, or a module class, recomputed in backward.
+    """
+    if mode not in ("train", "inference"):
+        raise MemoryPlanError(f"memory.report: mode must be 'train' or 'inference', got "
+                              f"{mode!r}")
+    if precision not in PRECISIONS:
+        raise MemoryPlanError(f"memory.report: precision must be one of "
+                              f"{', '.join(PRECISIONS)}, got {precision!r}")
+    half = PRECISIONS[precision]
+    named = _unique_params(model)
+    states = _optimizer_states(optimizer, model, named)
+    train = mode == "train"
+    loss = (loss_fn, target)
+    run = _simulate(model, inputs, kwargs, loss, half, train, checkpoint)
+    infer = run if not train else _simulate(model, inputs, kwargs, loss, half, False, None)
+    without = None
+    if train and checkpoint:
+        without = _simulate(model, inputs, kwargs, loss, half, True, None)["activations"]
+
+    infos, params_b, grads_b, state_b = [], 0, 0, 0
+    for name, p in named:
+        item = (half.itemsize if half is not None and p.dtype.is_floating_point else
+                p.dtype.itemsize)
+        reached = train and p.requires_grad and name not in run["unreached"]
+        state = 0
+        if reached:
+            per = states(name, p)
+            state = per * p.numel() * (4 if half is not None else item)
+            if half is not None:
+                state += 4 * p.numel()  # the fp32 master copy the update writes
+        infos.append(ParamInfo(name, p.numel(), p.numel() * item, reached, state,
+                               name in run["shardable"]))
+        params_b += p.numel() * item
+        grads_b += p.numel() * item if reached else 0
+        state_b += state
+    buffers = sum(nbytes(b) for b in _unique(model.buffers()))
+    inputs_b = sum(nbytes(x) for x in inputs if isinstance(x, Tensor))
+    held = params_b + buffers + inputs_b
+    rows = run["rows"]
+    for r in rows:
+        r.params = _module_param_bytes(model, r.path, half)
+    return MemoryReport(
+        model=type(model).__name__, mode=mode, precision=precision,
+        optimizer=_optimizer_name(optimizer), params=params_b + buffers, grads=grads_b,
+        optimizer_state=state_b, activations=run["activations"], inputs=inputs_b,
+        peak=_plus(run["peak"], held + state_b),
+        inference_peak=_plus(infer["peak"], held), by_kind=run["by_kind"], by_module=rows,
+        unreached=sorted(run["unreached"]) if train else [], saved=run["saved"],
+        param_info=infos, checkpoint=_checkpoint_name(checkpoint),
+        activations_without_checkpoint=without)
+
+
+def _plus(peak, extra):
+    return peak + extra if not isinstance(peak, Max) else Max([t + extra for t in peak.terms])
+
+
+def _simulate(model, inputs, kwargs, loss, half, train: bool, checkpoint) -> dict:
+    """One step on a meta copy: saved storages, rows, peak above what existed before."""
+    m = meta_copy(model)
+    m.train(train)
+    if half is not None:
+        m.to(half)
+    if checkpoint:
+        _checkpoint_modules(m, checkpoint)
+    memo: dict[int, Tensor] = {}  # one tensor passed twice (idx as its own targets) is one
+    args = [_to_meta(x, half, memo) for x in inputs]
+    kw = {k: _to_meta(v, half, memo) for k, v in kwargs.items()}
+    loss_fn, target = loss[0], _to_meta(loss[1], None, memo)
+    named = dict(_unique_params(m))
+    param_keys = {id(p._version) for p in named.values()}
+    given = list(memo.values())
+    external = list(named.values()) + list(m.buffers()) + given
+    input_keys = {id(a._version) for a in given}
+    records: list = []
+    sharded: dict[int, bool] = {}
+    shardable = _shardable(m)
+
+    def observe(node, node_inputs, out) -> None:
+        state = _trace.current_state()
+        stack = tuple(state.stack[1:]) if state is not None else ()
+        flags = tuple(_sharded_of(t, sharded) for t in node_inputs)
+        records.append((node, stack, flags))
+        sharded[id(node)] = _is_sharded(node, node_inputs, flags)
+
+    tracker = LiveTracker(external)
+    with tracker:
+        base.observers.append(observe)
+        try:
+            with grad_mode.set_grad_enabled(train):
+                out = m(*args, **kw)
+                loss = _loss(out, loss_fn, target) if train else None
+        finally:
+            base.observers.remove(observe)
+        saved, rows, by_kind, total = _collect(records, tracker, param_keys, input_keys,
+                                               sharded, m)
+        records.clear()
+        if train and loss is not None:
+            if not loss.requires_grad:
+                raise MemoryPlanError(
+                    "memory.report: the loss does not depend on any parameter that requires "
+                    "grad, so a training step computes no gradient",
+                    hint="pass mode='inference', or check that the model's parameters "
+                    "require grad")
+            _backward(loss)
+        del out, loss
+    unreached = {name for name, p in named.items() if p.requires_grad and p.grad is None}
+    return {"saved": saved, "rows": rows, "by_kind": by_kind, "activations": total,
+            "peak": tracker.peak.value, "unreached": unreached,
+            "shardable": {n for n, p in named.items() if id(p) in shardable}}
+
+
+def _collect(records, tracker, param_keys, input_keys, sharded, model):
+    """Unique saved storages, per module (inclusive) and per kind."""
+    seen: dict[int, SavedStorage] = {}
+    rows: dict[str, ModuleRow] = {"": ModuleRow("", type(model).__name__, 0)}
+    row_seen: dict[str, set] = {"": set()}
+    kinds = {name: type(mod).__name__ for name, mod in model.named_modules()}
+    for node, stack, in_flags in records:
+        for p in stack:
+            if p not in rows:
+                rows[p] = ModuleRow(p, kinds.get(p, "?"), stack.index(p) + 1)
+                row_seen[p] = set()
+        for item, entry in zip(node._saved or (), node._entries):
+            t = item if entry.source == base.NEW else item[0]
+            key = id(t._version)
+            if key in param_keys:
+                continue  # a parameter: inference keeps it too
+            s = seen.get(key)
+            if s is None:
+                size = nbytes(t) if key in input_keys else tracker.storage_bytes(t)
+                flag = (in_flags[entry.index] if entry.source == base.INPUT else
+                        sharded.get(id(node), False))
+                s = seen[key] = SavedStorage(size, entry.kind, flag, stack[-1] if stack else "")
+            for p in ("",) + stack:
+                if key not in row_seen[p]:
+                    row_seen[p].add(key)
+                    r = rows[p]
+                    r.activations = r.activations + s.nbytes
+                    r.by_kind[s.kind] = r.by_kind.get(s.kind, 0) + s.nbytes
+    saved = list(seen.values())
+    by_kind = {k: v for k in KINDS if (v := _sum(s.nbytes for s in saved if s.kind == k))}
+    return saved, list(rows.values()), by_kind, _sum(s.nbytes for s in saved)
+
+
+def _sum(values):
+    total = 0
+    for v in values:
+        total = total + v
+    return total
+
+
+# ---- tensor-parallel regions (Megatron's split, for plans) ------------------------------
+def _sharded_of(t, sharded) -> bool:
+    return t.grad_fn is not None and sharded.get(id(t.grad_fn), False)
+
+
+def _is_sharded(node, inputs, flags) -> bool:
+    """Whether a node's output lives split over tensor-parallel ranks (Korthikanti et al.).
+
+    A Linear fed a replicated tensor is column-parallel (its output is split); one fed a
+    split tensor is row-parallel (its output, all-reduced, is replicated). Norms and
+    embeddings give replicated outputs; every other op keeps its inputs' split.
+    """
+    name = node.name
+    if name == "linear":
+        return not flags[0]
+    if name in ("layer_norm", "rms_norm", "embedding"):
+        return False
+    return any(flags)
+
+
+def _shardable(model) -> set:
+    from ...nn.linear import Linear
+    from ...nn.sparse import Embedding
+
+    return {id(p) for m in model.modules() if isinstance(m, (Linear, Embedding))
+            for p in m.parameters(recurse=False)}
+
+
+# ---- helpers --------------------------------------------------------------------------------
+def _unique(tensors) -> list:
+    seen, out = set(), []
+    for t in tensors:
+        if id(t) not in seen:
+            seen.add(id(t))
+            out.append(t)
+    return out
+
+
+def _unique_params(model) -> list:
+    """(name, parameter) with tied parameters once (their first name)."""
+    seen, out = set(), []
+    for name, p in model.named_parameters():
+        if id(p) not in seen:
+            seen.add(id(p))
+            out.append((name, p))
+    return out
+
+
+def _module_param_bytes(model, path: str, half) -> int:
+    try:
+        mod = model.get_submodule(path) if path else model
+    except (AttributeError, KeyError):
+        return 0
+    total = 0
+    for p in _unique(mod.parameters()):
+        item = half.itemsize if half is not None and p.dtype.is_floating_point else (
+            p.dtype.itemsize)
+        total += p.numel() * item
+    return total
+
+
+def _to_meta(x, half, memo: dict):
+    if not isinstance(x, Tensor):
+        return x
+    if id(x) in memo:
+        return memo[id(x)]
+    t = x if x.device is meta else x.to("meta")
+    if half is not None and t.dtype.is_floating_point:
+        t = t.to(half)
+    memo[id(x)] = t = t.detach() if t.requires_grad and t.grad_fn is not None else t
+    return t
+
+
+def _loss(out, loss_fn, target):
+    if loss_fn is not None:
+        loss = loss_fn(out) if target is None else loss_fn(out, target)
+        if not isinstance(loss, Tensor):
+            raise MemoryPlanError(f"memory.report: loss_fn returned {type(loss).__name__}, "
+                                  "not a tensor")
+        return loss if loss.numel() == 1 else loss.sum()
+    if isinstance(out, Tensor):
+        return out if out.ndim == 0 else out.sum()
+    items = list(out.values()) if isinstance(out, dict) else list(out) if isinstance(
+        out, (tuple, list)) else []
+    for v in items:  # a model that returns its loss (GPT(idx, targets))
+        if isinstance(v, Tensor) and v.ndim == 0 and v.dtype.is_floating_point:
+            return v
+    for v in items:
+        if isinstance(v, Tensor) and v.dtype.is_floating_point:
+            return v.sum()
+    raise MemoryPlanError("memory.report: the model returned no tensor to train on",
+                          hint="pass loss_fn=lambda out: ...")
+
+
+def _optimizer_states(optimizer, model, named):
+    """name, param -> number of parameter-sized state buffers the optimizer keeps."""
+    from ...optim.optimizer import Optimizer
+
+    if optimizer is None:
+        return lambda name, p: 0
+    if isinstance(optimizer, str):
+        key = optimizer.lower()
+        if key not in OPTIMIZER_STATES:
+            raise MemoryPlanError(f"memory.report: unknown optimizer {optimizer!r}",
+                                  hint=f"use one of {', '.join(OPTIMIZER_STATES)}, or pass "
+                                  "an Optimizer")
+        n = OPTIMIZER_STATES[key]
+        return lambda name, p: n
+    if isinstance(optimizer, type) and issubclass(optimizer, Optimizer):
+        params = [p for _, p in named if p.requires_grad]
+        if not params:
+            return lambda name, p: 0
+        optimizer = optimizer(params)
+    if isinstance(optimizer, Optimizer):
+        by_name = {}
+        for name, p in named:
+            try:
+                by_name[name] = len(optimizer.state_per_param(optimizer._group_of(p)))
+            except ValueError:
+                by_name[name] = 0  # not optimized by it: no state
+        return lambda name, p: by_name.get(name, 0)
+    raise MemoryPlanError(f"memory.report: optimizer must be an Optimizer, its class, or a "
+                          f"name, got {type(optimizer).__name__}")
+
+
+def _optimizer_name(optimizer) -> str:
+    if optimizer is None:
+        return "none"
+    if isinstance(optimizer, str):
+        return optimizer.lower()
+    return optimizer.__name__ if isinstance(optimizer, type) else type(optimizer).__name__
+
+
+def _checkpoint_modules(model, spec) -> None:
+    """Wrap the forward of each module named by `spec` in sf.checkpoint."""
+    from ...nn.container import ModuleList
+
+    named = dict(model.named_modules())
+    if spec is True:
+        targets = [m for mod in named.values() if isinstance(mod, ModuleList) for m in mod]
+    elif isinstance(spec, type):
+        targets = [m for m in named.values() if isinstance(m, spec)]
+    else:
+        paths = [spec] if isinstance(spec, str) else list(spec)
+        targets = []
+        for p in paths:
+            if p not in named:
+                raise MemoryPlanError(f"memory.report: checkpoint names {p!r}, which is not a "
+                                      "module of the model", hint="modules: " + ", ".join(
+                                          n for n in list(named)[1:12]))
+            mod = named[p]
+            targets += list(mod) if isinstance(mod, ModuleList) else [mod]
+    if not targets:
+        raise MemoryPlanError("memory.report: checkpoint=True found no ModuleList of blocks "
+                              "to checkpoint", hint="name the modules: checkpoint=['blocks']")
+    for mod in targets:
+        mod.forward = functools.partial(_checkpointed, mod.forward)
+
+
+def _checkpointed(forward, *args, **kwargs):
+    """forward(*args, **kwargs) under sf.checkpoint over its tensor arguments."""
+    from ...recompute import checkpoint
+
+    where = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+    if not where or any(isinstance(v, Tensor) for v in kwargs.values()):
+        return forward(*args, **kwargs)
+
+    def run(*tensors):
+        full = list(args)
+        for i, t in zip(where, tensors):
+            full[i] = t
+        return forward(*full, **kwargs)
+
+    return checkpoint(run, *(args[i] for i in where))
+
+
+def _checkpoint_name(spec) -> str:
+    if not spec:
+        return ""
+    if spec is True:
+        return "every block"
+    if isinstance(spec, type):
+        return f"every {spec.__name__}"
+    return ", ".join([spec] if isinstance(spec, str) else list(spec))

@@ -1,0 +1,170 @@
+"""The allocator, simulated: which tensor storages are alive at each moment of a meta run.
+
+While a `LiveTracker` is active, every tensor created (`Tensor._make`) is one allocation of
+its bytes, unless it shares its version counter with a live storage (a view). A storage is
+freed when the last tensor (or saved-output reference) holding it dies, which Python's
+reference counting tells us exactly: the meta run goes through the same Python code as a
+cpu run, so tensors live and die at the same moments. What the tracker cannot see is the
+scratch NumPy allocates inside one kernel.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+from ...ops import base
+from ...symbolic import dim_le
+from ...tensor import Tensor
+
+
+def nbytes(t) -> object:
+    """Bytes of a tensor's elements (an expression for symbolic shapes)."""
+    n = t.dtype.itemsize
+    for s in t.shape:
+        n = n * s
+    return n
+
+
+class Storage:
+    """One allocation: its size and how many live holders keep it."""
+
+    __slots__ = ("nbytes", "holders", "version")
+
+    def __init__(self, size, version) -> None:
+        self.nbytes, self.holders, self.version = size, 0, version
+
+
+class Peak:
+    """The running maximum of byte counts; with symbolic sizes, the candidates none dominates."""
+
+    def __init__(self) -> None:
+        self.candidates: list = [0]
+
+    def add(self, value) -> None:
+        cands = self.candidates
+        if type(value) is int and all(type(c) is int for c in cands):
+            if value > cands[0]:
+                cands[0] = value
+            return
+        for c in cands:
+            if dim_le(value, c) is True:
+                return
+        self.candidates = [c for c in cands if dim_le(c, value) is not True] + [value]
+
+    @property
+    def value(self):
+        """An int, an expression, or a `Max` of expressions."""
+        return self.candidates[0] if len(self.candidates) == 1 else Max(self.candidates)
+
+
+class Max:
+    """max(a, b, ...) of size expressions, evaluated with `subs`."""
+
+    def __init__(self, terms) -> None:
+        self.terms = list(terms)
+
+    def subs(self, **values):
+        vals = [t.subs(**values) if hasattr(t, "subs") else t for t in self.terms]
+        if all(type(v) is int for v in vals):
+            return max(vals)
+        peak = Peak()
+        for v in vals:
+            peak.add(v)
+        return peak.value
+
+    def __add__(self, other):
+        return Max([t + other for t in self.terms])
+
+    __radd__ = __add__
+
+    def __str__(self) -> str:
+        return "max(" + ", ".join(str(t) for t in self.terms) + ")"
+
+    __repr__ = __str__
+
+
+class LiveTracker:
+    """Context manager: simulate allocations and frees of every tensor made inside it."""
+
+    def __init__(self, external=()) -> None:
+        self.storages: dict[int, Storage] = {}
+        self.live = 0
+        self.peak = Peak()
+        self._pending: list = []
+        self._refs: dict[int, weakref.ref] = {}
+        for t in external:  # tensors that exist before the run (parameters, inputs): free
+            self._hold(t, Storage(0, t._version))
+
+    # ---- events ------------------------------------------------------------------------
+    def _created(self, t: Tensor) -> None:
+        self._resolve()
+        self._pending.append(t)
+
+    def _resolve(self) -> None:
+        """Give each tensor made since the last event its storage (its version is final now)."""
+        if not self._pending:
+            return
+        batch, self._pending = self._pending, []
+        for t in batch:
+            storage = self.storages.get(id(t._version))
+            if storage is None:
+                storage = Storage(nbytes(t), t._version)
+                self.live = self.live + storage.nbytes
+                self.peak.add(self.live)
+            self._hold(t, storage)
+        del batch  # tensors that only the batch kept die here, after their allocation
+
+    def _hold(self, obj, storage: Storage) -> None:
+        key = id(storage.version)
+        self.storages[key] = storage
+        storage.holders += 1
+
+        def release(ref, key=key, storage=storage) -> None:
+            self._refs.pop(id(ref), None)
+            self._resolve()
+            storage.holders -= 1
+            if storage.holders == 0 and self.storages.get(key) is storage:
+                del self.storages[key]
+                self.live = self.live - storage.nbytes
+
+        ref = weakref.ref(obj, release)
+        self._refs[id(ref)] = ref
+
+    def _recorded(self, node, inputs, out) -> None:
+        """A node saving its own output keeps that storage through a reference of its own."""
+        for item, entry in zip(node._saved or (), node._entries):
+            if entry.source == base.OUTPUT:
+                self._resolve()
+                storage = self.storages.get(id(item[0]._version))
+                if storage is not None:
+                    self._hold(item[0], storage)
+
+    def storage_bytes(self, t):
+        """Bytes of the storage behind t (0 for parameters and inputs, its own if unknown)."""
+        s = self.storages.get(id(t._version))
+        return nbytes(t) if s is None else s.nbytes
+
+    # ---- activation --------------------------------------------------------------------
+    def __enter__(self) -> LiveTracker:
+        self._original = Tensor.__dict__["_make"]
+        make = self._original.__func__
+        tracker = self
+
+        def tracked_make(cls, data, shape, dtype, device):
+            t = make(cls, data, shape, dtype, device)
+            tracker._created(t)
+            return t
+
+        Tensor._make = classmethod(tracked_make)
+        base.observers.append(self._recorded)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        Tensor._make = self._original
+        base.observers.remove(self._recorded)
+        self._resolve()
+
+    def mark(self):
+        """The bytes live now (after resolving what was just made)."""
+        self._resolve()
+        return self.live
