@@ -26,7 +26,7 @@ class Shape(tuple):
 
     def __getitem__(self, item):
         out = tuple.__getitem__(self, item)
-        return Shape(out) if isinstance(item, slice) else out
+        return Shape(out) if type(item) is slice else out
 
 
 def format_shape(shape: Iterable) -> str:
@@ -39,7 +39,7 @@ def shapes_equal(a: tuple, b: tuple) -> bool:
     if a is b:
         return True
     try:
-        return tuple(a) == tuple(b)
+        return a == b if type(a) is type(b) else tuple(a) == tuple(b)
     except ShapeflowError:
         return False
 

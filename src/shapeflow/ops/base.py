@@ -181,10 +181,12 @@ def apply(op: Op, *inputs: Tensor) -> Tensor:
 
 def record(op: Op, inputs, out: Tensor) -> None:
     """Make `op` the node that produced `out`: link its inputs and keep what it declared."""
-    op.next = tuple(
-        (t.grad_fn if t.grad_fn is not None else (t if t.requires_grad else None), t.shape, t.dtype)
-        for t in inputs
-    )
+    links = []  # a loop, not tuple(generator): this runs once per recorded op
+    for t in inputs:
+        fn = t.grad_fn
+        links.append((fn if fn is not None else (t if t.requires_grad else None), t.shape,
+                      t.dtype))
+    op.next = tuple(links)
     entries = op.saved(*inputs, out=out)
     if entries:
         op._entries = entries

@@ -480,9 +480,9 @@ class Binary(Op):
 
     def forward(self, a, b):
         npd = self.compute.np
-        if a.dtype != npd:
+        if a.dtype is not npd and a.dtype != npd:  # `is` first: NumPy dtypes are cached
             a = a.astype(npd)
-        if b.dtype != npd:
+        if b.dtype is not npd and b.dtype != npd:
             b = b.astype(npd)
         return self.fn(a, b)
 

@@ -52,10 +52,14 @@ class Matmul(Op):
 
     def infer(self, a, b):
         sa, sb = a.shape, b.shape
+        if len(sa) == 2 and len(sb) == 2:  # the common case, unpacked (no Shape indexing)
+            (m, k), (k2, n) = sa, sb
+            if a.dtype is not b.dtype or not (k == k2 if type(k) is int and type(k2) is int
+                                              else dims_equal(k, k2)):
+                check_matmul(a, b)
+            return (m, n), a.dtype
         if a.dtype is not b.dtype or not dims_equal(sa[-1], sb[-2]):
             check_matmul(a, b)
-        if len(sa) == 2 and len(sb) == 2:
-            return (sa[0], sb[1]), a.dtype
         batch = broadcast_shapes(tuple(sa[:-2]), tuple(sb[:-2]), "matmul (batch dims)")
         return tuple(batch) + (sa[-2], sb[-1]), a.dtype
 
@@ -84,7 +88,7 @@ def _transpose_hint(sa, sb) -> str | None:
 
 def matmul(a: Tensor, b: Tensor) -> Tensor:
     """PyTorch's matmul: 1-D operands gain a dim for the product and lose it after."""
-    if a.ndim >= 2 and b.ndim >= 2:
+    if len(a.shape) >= 2 and len(b.shape) >= 2:
         return apply(Matmul(), a, b)
     check_matmul(a, b)
     a2 = a.unsqueeze(0) if a.ndim == 1 else a
