@@ -349,3 +349,30 @@ def test_sympy_agrees_on_polynomials():
         ours = run(tree, SYMS)
         theirs = sympy.expand(run(tree, sym))
         assert sympy.expand(sympy.sympify(str(ours), locals=sym) - theirs) == 0, str(ours)
+
+
+def test_concrete_training_step_does_no_symbolic_work():
+    """Issue 3: without a symbol, shape inference stays on integers (no symbolic.py call)."""
+    import sys
+
+    import shapeflow as sf
+    from shapeflow.models import GPT, ViT
+    from shapeflow.nn import functional as F
+
+    calls = []
+
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code.co_filename.endswith("shapeflow/symbolic.py"):
+            calls.append(frame.f_code.co_name)
+
+    gpt = GPT(30, 16, 2, 2, 16, dropout=0.1)
+    vit = ViT(8, 2, 1, 10, 16, 1, 2)
+    idx = sf.randint(0, 30, (2, 16))
+    img, y = sf.randn(3, 1, 8, 8), sf.randint(0, 10, (3,))
+    sys.setprofile(profile)
+    try:
+        gpt(idx, idx)[1].backward()
+        F.cross_entropy(vit(img), y).backward()
+    finally:
+        sys.setprofile(None)
+    assert calls == []
