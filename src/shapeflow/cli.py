@@ -75,12 +75,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--dtype", help="bf16, fp16, fp32 ...")
     s.set_defaults(func=_summary)
 
-    import importlib
-    import importlib.util
+    from . import graph_cli, memory_cli  # subcommands that live with their features
 
-    for name in ("memory_cli", "graph_cli"):  # subcommands that live with their features
-        if importlib.util.find_spec(f"shapeflow.{name}") is not None:
-            importlib.import_module(f"shapeflow.{name}").add_parser(sub)
+    memory_cli.add_parser(sub)
+    graph_cli.add_parser(sub)
     return p
 
 

@@ -560,16 +560,9 @@ def _saved_of(op) -> list:
         else:
             t = item[0]
             what = "output" if e.source == base.OUTPUT else f"input {e.index}"
-        out.append(SavedTensor(what, tuple(t.shape), t.dtype, e.kind, _storage_bytes(t),
+        out.append(SavedTensor(what, tuple(t.shape), t.dtype, e.kind, base.storage_nbytes(t),
                                id(t._version)))
     return out
-
-
-def _storage_bytes(t):
-    """Bytes of the memory t keeps alive: a view keeps its whole base (q, k, v of one qkv)."""
-    owner = getattr(t, "_base", None)
-    owner = t if owner is None else owner
-    return _nbytes(owner.shape, owner.dtype)
 
 
 def _declared_saved(op, inputs, out, flags) -> list | None:
@@ -594,7 +587,7 @@ def _declared_saved(op, inputs, out, flags) -> list | None:
     for e in entries or ():
         if e.source == base.INPUT:
             t, what, key = inputs[e.index], f"input {e.index}", id(inputs[e.index]._version)
-            shape, dtype, size = t.shape, t.dtype, _storage_bytes(t)
+            shape, dtype, size = t.shape, t.dtype, base.storage_nbytes(t)
         elif e.source == base.OUTPUT:
             shape, dtype, what, key = out.shape, out.dtype, "output", id(out._version)
             size = _nbytes(shape, dtype)

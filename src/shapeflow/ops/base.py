@@ -257,3 +257,10 @@ def saved_arrays(node: Op) -> list:
         t = item if entry.source == NEW else item[0]
         out.append(t.data)
     return out
+
+
+def storage_nbytes(t):
+    """Bytes of the memory a (saved) tensor keeps alive: a view keeps its whole base."""
+    owner = getattr(t, "_base", None)
+    owner = t if owner is None else owner
+    return owner.shape.numel() * owner.dtype.itemsize

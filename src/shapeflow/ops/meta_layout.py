@@ -2,9 +2,10 @@
 
 A meta tensor has no data, but a memory plan must know whether `reshape` or `contiguous()`
 allocates. For concrete shapes each non-contiguous meta view keeps a *layout*: a NumPy
-array of the same shape and strides over a one-byte buffer, never read, on which NumPy
-itself decides view or copy. Symbolic shapes fall back to a rule: a permuted or expanded
-view is strided, and reshaping a strided view copies unless it only adds or drops unit dims.
+array of the same shape and strides over a one-byte buffer, never read. Permute, expand and
+indexing run on it as NumPy views; reshape applies NumPy's no-copy rule to its strides.
+Symbolic shapes fall back to a rule: a permuted or expanded view is strided, and reshaping
+a strided view copies unless it only adds or drops unit dims.
 """
 
 from __future__ import annotations

@@ -29,8 +29,13 @@ def _render(*renderables, width: int = 100) -> str:
 
 
 def _top_rows(rep) -> list:
-    """Depth-1 module rows, runs of one kind (the blocks) merged into one line."""
-    rows = [r for r in rep.by_module if r.depth == 1]
+    """The first level with more than one module (an MLP's Sequential opens up), runs of one
+    kind (the blocks) merged into one line."""
+    depth = 1
+    while sum(r.depth == depth for r in rep.by_module) == 1 and any(
+            r.depth == depth + 1 for r in rep.by_module):
+        depth += 1
+    rows = [r for r in rep.by_module if r.depth == depth]
     out = []
     for r in rows:
         prev = out[-1] if out else None

@@ -21,7 +21,7 @@ from ...ops import base
 from ...tensor import Tensor
 from .. import trace as _trace
 from ..trace import meta_copy
-from .tracker import LiveTracker, Max, nbytes
+from .tracker import LiveTracker, Max
 
 PRECISIONS = {"fp32": None, "bf16-mixed": _dt.bfloat16, "fp16-mixed": _dt.float16}
 OPTIMIZER_STATES = {"none": 0, "sgd": 0, "momentum": 1, "sgd-momentum": 1, "adam": 2,
@@ -168,7 +168,7 @@ def report(model, *inputs, loss_fn=None, target=None, optimizer=None, mode: str 
         raise MemoryPlanError(f"memory.report: precision must be one of "
                               f"{', '.join(PRECISIONS)}, got {precision!r}")
     half = PRECISIONS[precision]
-    named = _unique_params(model)
+    named = list(model.named_parameters())  # tied parameters once
     states = _optimizer_states(optimizer, model, named)
     train = mode == "train"
     loss = (loss_fn, target)
@@ -180,8 +180,7 @@ def report(model, *inputs, loss_fn=None, target=None, optimizer=None, mode: str 
 
     infos, params_b, grads_b, state_b = [], 0, 0, 0
     for name, p in named:
-        item = (half.itemsize if half is not None and p.dtype.is_floating_point else
-                p.dtype.itemsize)
+        item = _itemsize(p, half)
         reached = train and p.requires_grad and name not in run["unreached"]
         state = 0
         if reached:
@@ -194,8 +193,8 @@ def report(model, *inputs, loss_fn=None, target=None, optimizer=None, mode: str 
         params_b += p.numel() * item
         grads_b += p.numel() * item if reached else 0
         state_b += state
-    buffers = sum(nbytes(b) for b in _unique(model.buffers()))
-    inputs_b = sum(nbytes(x) for x in inputs if isinstance(x, Tensor))
+    buffers = sum(b.nbytes for b in model.buffers())
+    inputs_b = sum(x.nbytes for x in inputs if isinstance(x, Tensor))
     held = params_b + buffers + inputs_b
     rows = run["rows"]
     for r in rows:
@@ -227,11 +226,10 @@ def _simulate(model, inputs, kwargs, loss, half, train: bool, checkpoint) -> dic
     args = [_to_meta(x, half, memo) for x in inputs]
     kw = {k: _to_meta(v, half, memo) for k, v in kwargs.items()}
     loss_fn, target = loss[0], _to_meta(loss[1], None, memo)
-    named = dict(_unique_params(m))
+    named = dict(m.named_parameters())
     param_keys = {id(p._version) for p in named.values()}
     given = list(memo.values())
     external = list(named.values()) + list(m.buffers()) + given
-    input_keys = {id(a._version) for a in given}
     records: list = []
     sharded: dict[int, bool] = {}
     shardable = _shardable(m)
@@ -252,8 +250,7 @@ def _simulate(model, inputs, kwargs, loss, half, train: bool, checkpoint) -> dic
                 loss = _loss(out, loss_fn, target) if train else None
         finally:
             base.observers.remove(observe)
-        saved, rows, by_kind, total = _collect(records, tracker, param_keys, input_keys,
-                                               sharded, m)
+        saved, rows, by_kind, total = _collect(records, param_keys, sharded, m)
         records.clear()
         if train and loss is not None:
             if not loss.requires_grad:
@@ -270,7 +267,7 @@ def _simulate(model, inputs, kwargs, loss, half, train: bool, checkpoint) -> dic
             "shardable": {n for n, p in named.items() if id(p) in shardable}}
 
 
-def _collect(records, tracker, param_keys, input_keys, sharded, model):
+def _collect(records, param_keys, sharded, model):
     """Unique saved storages, per module (inclusive) and per kind."""
     seen: dict[int, SavedStorage] = {}
     rows: dict[str, ModuleRow] = {"": ModuleRow("", type(model).__name__, 0)}
@@ -288,7 +285,7 @@ def _collect(records, tracker, param_keys, input_keys, sharded, model):
                 continue  # a parameter: inference keeps it too
             s = seen.get(key)
             if s is None:
-                size = nbytes(t) if key in input_keys else tracker.storage_bytes(t)
+                size = base.storage_nbytes(t)
                 flag = (in_flags[entry.index] if entry.source == base.INPUT else
                         sharded.get(id(node), False))
                 s = seen[key] = SavedStorage(size, entry.kind, flag, stack[-1] if stack else "")
@@ -299,15 +296,8 @@ def _collect(records, tracker, param_keys, input_keys, sharded, model):
                     r.activations = r.activations + s.nbytes
                     r.by_kind[s.kind] = r.by_kind.get(s.kind, 0) + s.nbytes
     saved = list(seen.values())
-    by_kind = {k: v for k in KINDS if (v := _sum(s.nbytes for s in saved if s.kind == k))}
-    return saved, list(rows.values()), by_kind, _sum(s.nbytes for s in saved)
-
-
-def _sum(values):
-    total = 0
-    for v in values:
-        total = total + v
-    return total
+    by_kind = {k: v for k in KINDS if (v := sum(s.nbytes for s in saved if s.kind == k))}
+    return saved, list(rows.values()), by_kind, sum(s.nbytes for s in saved)
 
 
 # ---- tensor-parallel regions (Megatron's split, for plans) ------------------------------
@@ -339,36 +329,17 @@ def _shardable(model) -> set:
 
 
 # ---- helpers --------------------------------------------------------------------------------
-def _unique(tensors) -> list:
-    seen, out = set(), []
-    for t in tensors:
-        if id(t) not in seen:
-            seen.add(id(t))
-            out.append(t)
-    return out
-
-
-def _unique_params(model) -> list:
-    """(name, parameter) with tied parameters once (their first name)."""
-    seen, out = set(), []
-    for name, p in model.named_parameters():
-        if id(p) not in seen:
-            seen.add(id(p))
-            out.append((name, p))
-    return out
-
-
 def _module_param_bytes(model, path: str, half) -> int:
     try:
         mod = model.get_submodule(path) if path else model
     except (AttributeError, KeyError):
-        return 0
-    total = 0
-    for p in _unique(mod.parameters()):
-        item = half.itemsize if half is not None and p.dtype.is_floating_point else (
-            p.dtype.itemsize)
-        total += p.numel() * item
-    return total
+        return 0  # a module called that is not registered under the model
+    return sum(p.numel() * _itemsize(p, half) for p in mod.parameters())
+
+
+def _itemsize(p, half) -> int:
+    """Bytes per element of a parameter under the precision (16-bit floats when mixed)."""
+    return half.itemsize if half is not None and p.dtype.is_floating_point else p.dtype.itemsize
 
 
 def _to_meta(x, half, memo: dict):

@@ -17,14 +17,6 @@ from ...symbolic import dim_le
 from ...tensor import Tensor
 
 
-def nbytes(t) -> object:
-    """Bytes of a tensor's elements (an expression for symbolic shapes)."""
-    n = t.dtype.itemsize
-    for s in t.shape:
-        n = n * s
-    return n
-
-
 class Storage:
     """One allocation: its size and how many live holders keep it."""
 
@@ -108,7 +100,7 @@ class LiveTracker:
         for t in batch:
             storage = self.storages.get(id(t._version))
             if storage is None:
-                storage = Storage(nbytes(t), t._version)
+                storage = Storage(t.nbytes, t._version)
                 self.live = self.live + storage.nbytes
                 self.peak.add(self.live)
             self._hold(t, storage)
@@ -138,11 +130,6 @@ class LiveTracker:
                 storage = self.storages.get(id(item[0]._version))
                 if storage is not None:
                     self._hold(item[0], storage)
-
-    def storage_bytes(self, t):
-        """Bytes of the storage behind t (0 for parameters and inputs, its own if unknown)."""
-        s = self.storages.get(id(t._version))
-        return nbytes(t) if s is None else s.nbytes
 
     # ---- activation --------------------------------------------------------------------
     def __enter__(self) -> LiveTracker:
