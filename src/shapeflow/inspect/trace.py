@@ -47,14 +47,25 @@ class CallState:
 
     def __init__(self, root, args, collect_rows: bool = False) -> None:
         self.root = root
-        self.paths = {id(m): name for name, m in root.named_modules()}
+        self.paths: dict | None = None  # root-wide id -> path, built only when needed
         self.stack: list[str] = []
+        self.modules: list = []  # the modules whose paths are on `stack`
         self.chain: list[tuple[str, object]] = [(input_name(root), first_shape(args))]
         self.called: set[str] = set()
         self.rows: list[Row] | None = [] if collect_rows else None
         self.open_rows: list[Row] = []
 
     def path_of(self, module) -> str:
+        if not self.modules:
+            return ""
+        name = child_name(self.modules[-1], module)
+        if name is not None:  # the common case: a module calls one of its children
+            parent = self.stack[-1]
+            return parent + "." + name if parent else name
+        if self.paths is None:  # a deeper module called directly, or an unregistered one
+            self.paths = {}
+            for p, m in self.root.named_modules():
+                self.paths.setdefault(id(m), p)
         path = self.paths.get(id(module))
         if path is None:  # a module called that is not a registered submodule
             parent = self.stack[-1] if self.stack else ""
@@ -70,13 +81,45 @@ class CallState:
             chain.append((path, first_shape((out,))))
 
 
+def child_name(parent, module) -> str | None:
+    """The name under which `parent` registered `module`, or None.
+
+    Cached on the parent as id -> name; every hit is checked against `_modules`, so a
+    replaced, moved or copied child never gets a stale name.
+    """
+    d = parent.__dict__
+    names = d.get("_child_names")
+    if names is not None:
+        name = names.get(id(module))
+        if name is not None and d["_modules"].get(name) is module:
+            return name
+    modules = d.get("_modules")
+    if not modules:
+        return None
+    names = {}
+    for n, m in modules.items():
+        if m is not None:
+            names.setdefault(id(m), n)
+    d["_child_names"] = names
+    name = names.get(id(module))
+    return name
+
+
+_input_names: dict[type, str] = {}
+
+
 def input_name(module) -> str:
-    """The name of forward's first argument (`image`, `idx`, `x`)."""
-    try:
-        params = list(_inspect.signature(type(module).forward).parameters)
-        return params[1] if len(params) > 1 else "input"
-    except (TypeError, ValueError):
-        return "input"
+    """The name of forward's first argument (`image`, `idx`, `x`), cached per class."""
+    cls = type(module)
+    name = _input_names.get(cls)
+    if name is None:
+        try:
+            params = list(_inspect.signature(cls.forward).parameters)
+            name = params[1] if len(params) > 1 else "input"
+        except (TypeError, ValueError):
+            name = "input"
+        _input_names[cls] = name
+    return name
 
 
 def first_shape(values):
@@ -123,6 +166,7 @@ def call_module(module, impl, args, kwargs, collect_rows: bool = False):
         last_root = weakref.ref(module)
     path = state.path_of(module)
     state.stack.append(path)
+    state.modules.append(module)
     state.called.add(path)
     row = None
     if state.rows is not None:
@@ -142,6 +186,7 @@ def call_module(module, impl, args, kwargs, collect_rows: bool = False):
         raise
     finally:
         state.stack.pop()
+        state.modules.pop()
         if top:
             _current = None
             last_chain = state.chain
