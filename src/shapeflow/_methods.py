@@ -31,10 +31,10 @@ def _inplace_method(name: str, fn):
 
 def _attach_operators() -> None:
     T = Tensor
-    T.__add__ = T.__radd__ = E.add
-    T.__sub__, T.__rsub__ = E.sub, _swap(E.sub)
-    T.__mul__ = T.__rmul__ = E.mul
-    T.__truediv__, T.__rtruediv__ = E.div, _swap(E.div)
+    T.__add__ = T.__radd__ = E._tensor_operator(E.Add, E.add)
+    T.__sub__, T.__rsub__ = E._tensor_operator(E.Sub, E.sub), _swap(E.sub)
+    T.__mul__ = T.__rmul__ = E._tensor_operator(E.Mul, E.mul)
+    T.__truediv__, T.__rtruediv__ = E._tensor_operator(E.Div, E.div), _swap(E.div)
     T.__floordiv__, T.__rfloordiv__ = E.floor_divide, _swap(E.floor_divide)
     T.__mod__, T.__rmod__ = E.remainder, _swap(E.remainder)
     T.__pow__, T.__rpow__ = E.pow, _swap(E.pow)

@@ -149,33 +149,48 @@ class _OutputRef:
 
 def apply(op: Op, *inputs: Tensor) -> Tensor:
     """Run one op: check devices, infer the contract, run the kernel, record the node."""
-    device = inputs[0].device
-    for t in inputs:
-        if t.device is not device:
+    # One- and two-input ops unpacked: this runs once per op, ~0.3 us of it is this function
+    n = len(inputs)
+    if n == 2:
+        a, b = inputs
+        device = a.device
+        if b.device is not device:
             raise device_mismatch(op.name, inputs)
-    shape, dtype = op.infer(*inputs)
+        shape, dtype = op.infer(a, b)
+        data = op.forward(a.data, b.data) if device is cpu else None
+        grad = a.requires_grad or b.requires_grad
+    elif n == 1:
+        a = inputs[0]
+        device = a.device
+        shape, dtype = op.infer(a)
+        data = op.forward(a.data) if device is cpu else None
+        grad = a.requires_grad
+    else:
+        device = inputs[0].device
+        grad = False
+        for t in inputs:
+            if t.device is not device:
+                raise device_mismatch(op.name, inputs)
+            grad = grad or t.requires_grad
+        shape, dtype = op.infer(*inputs)
+        data = op.forward(*[t.data for t in inputs]) if device is cpu else None
     if device is cpu:
-        data = op.forward(*[t.data for t in inputs])
         if type(data) is not np.ndarray:
             data = np.asarray(data)  # NumPy returns scalars for 0-d results
         if _anomaly.enabled:
             from ..inspect.anomaly import check_forward
 
             check_forward(op, inputs, data)
-    else:
-        data = None
     out = Tensor._make(data, shape, dtype, device)
-    for t in inputs:
-        if t.requires_grad:
-            if not grad_mode.state.enabled:
-                out._origin = "no_grad"
-                breaks.note("no_grad", op.name)
-            elif op.differentiable:
-                record(op, inputs, out)
-            else:
-                out._origin = "int"
-                breaks.note("no gradient", op.name)
-            break
+    if grad:
+        if not grad_mode.state.enabled:
+            out._origin = "no_grad"
+            breaks.note("no_grad", op.name)
+        elif op.differentiable:
+            record(op, inputs, out)
+        else:
+            out._origin = "int"
+            breaks.note("no gradient", op.name)
     return out
 
 
@@ -187,7 +202,8 @@ def record(op: Op, inputs, out: Tensor) -> None:
         links.append((fn if fn is not None else (t if t.requires_grad else None), t.shape,
                       t.dtype))
     op.next = tuple(links)
-    entries = op.saved(*inputs, out=out)
+    # ops that keep nothing inherit Op.saved: skip the call
+    entries = op.saved(*inputs, out=out) if type(op).saved is not _NOTHING_SAVED else ()
     if entries:
         op._entries = entries
         keep = []
@@ -210,10 +226,14 @@ def record(op: Op, inputs, out: Tensor) -> None:
 
         op.created_at = _anomaly.user_frame()
         op.module_path = current_path()
-    for observer in observers:
-        observer(op, inputs, out)
+    if observers:
+        for observer in observers:
+            observer(op, inputs, out)
     out.grad_fn = op
     out.requires_grad = True
+
+
+_NOTHING_SAVED = Op.saved
 
 
 # Callbacks observer(node, inputs, out) run for every recorded node (summaries, memory).

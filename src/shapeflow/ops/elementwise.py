@@ -9,7 +9,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..device import Device, cpu, meta
 from ..dtypes import DType, promote_types, result_type
-from ..errors import DeviceError, DTypeError
+from ..errors import DeviceError, DTypeError, ShapeflowError
 from ..shape import broadcast_shapes, shapes_equal
 from ..tensor import Tensor, describe
 from .base import OUT, OUT_ACT, X0, X0_ACT, X1, Op, apply
@@ -474,20 +474,23 @@ class Cast(Op):
 class Binary(Op):
     """Two tensors, broadcast; forward computes in the promoted dtype (`self.compute`)."""
 
+    compute_dtype = None  # or a method mapping the promoted dtype to the one computed in
+
     def infer(self, a, b):
-        shape = (a.shape if shapes_equal(a.shape, b.shape)
-                 else broadcast_shapes(a.shape, b.shape, self.name))
+        sa, sb = a.shape, b.shape
+        try:
+            same = sa is sb or sa == sb
+        except ShapeflowError:  # symbols that cannot be told apart
+            same = False
+        shape = sa if same else broadcast_shapes(sa, sb, self.name)
         if a.dtype is b.dtype:
             dt = a.dtype
-        elif bool(a.shape) == bool(b.shape):
+        elif bool(sa) == bool(sb):
             dt = promote_types(a.dtype, b.dtype)
         else:
             dt = result_type(a, b)  # a 0-d tensor widens only across categories
-        self.compute = self.compute_dtype(dt)
+        self.compute = dt if self.compute_dtype is None else self.compute_dtype(dt)
         return shape, self.compute
-
-    def compute_dtype(self, dt: DType) -> DType:
-        return dt
 
     def forward(self, a, b):
         npd = self.compute.np
@@ -908,6 +911,18 @@ def _binary(tensor_op, scalar_op, rscalar_op, a, b):
         return apply(tensor_op(), _as_operand(a, b), b)
     raise DTypeError(f"expected at least one tensor, got {type(a).__name__} and "
                      f"{type(b).__name__}")
+
+
+def _tensor_operator(op_class, general):
+    """`t + u` and kin: two tensors go straight to apply, anything else through `general`."""
+
+    def operator(a, b):
+        if isinstance(b, Tensor):
+            return apply(op_class(), a, b)
+        return general(a, b)
+
+    operator.__name__ = general.__name__
+    return operator
 
 
 def add(a, b, alpha=1) -> Tensor:

@@ -17,6 +17,9 @@ from .reduce import expand_to
 
 _A = Saved.input(0, LAYER_INPUT)
 _B = Saved.input(1, LAYER_INPUT)
+# what matmul keeps, by (a needs grad, b needs grad): each operand keeps the other
+_MATMUL_SAVED = {(True, True): (_B, _A), (True, False): (_B,), (False, True): (_A,),
+                 (False, False): ()}
 
 
 def check_matmul(a, b, op: str = "matmul") -> None:
@@ -64,8 +67,8 @@ class Matmul(Op):
         return tuple(batch) + (sa[-2], sb[-1]), a.dtype
 
     def saved(self, a, b, out):
-        self.need = (a.requires_grad, b.requires_grad)
-        return ((_B,) if a.requires_grad else ()) + ((_A,) if b.requires_grad else ())
+        self.need = need = (a.requires_grad, b.requires_grad)
+        return _MATMUL_SAVED[need]
 
     def forward(self, a, b):
         return np.matmul(a, b)
