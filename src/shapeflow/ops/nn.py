@@ -32,6 +32,7 @@ from .base import (
     Saved,
     apply,
 )
+from .blas_sum import col_sums, row_means, row_sums
 from .elementwise import where
 
 _CHUNK = 1 << 16  # elements per block of rows (256 KiB of float32: stays in L2)
@@ -107,11 +108,11 @@ def _softmax_rows(x2: np.ndarray, out: np.ndarray, log: bool, zero_empty: bool =
             np.subtract(xb, m, out=ob)
             if log:
                 e = np.exp(ob, out=buf[: len(ob)])
-                s = e.sum(axis=1, keepdims=True)
+                s = row_sums(e)[:, None]
                 ob -= np.log(s, out=s)
             else:
                 np.exp(ob, out=ob)
-                s = ob.sum(axis=1, keepdims=True)
+                s = row_sums(ob)[:, None]
                 if zero_empty:
                     s[s == 0] = 1  # a fully masked attention row gives zeros, as PyTorch does
                 ob /= s
@@ -154,7 +155,7 @@ def _lse_rows(x2: np.ndarray) -> np.ndarray:
             m = _finite_max(xb, 1)
             b = np.subtract(xb, m, out=buf[: len(xb)])
             np.exp(b, out=b)
-            s = b.sum(axis=1)
+            s = row_sums(b)
             out[sl] = np.log(s, out=s) + m[:, 0]
     return out
 
@@ -325,7 +326,7 @@ class SoftmaxBackward(Op):
             buf = np.empty((min(len(p2), max(1, _CHUNK // max(n, 1))), n), p.dtype)
             for sl in _blocks(len(p2), n):
                 db = d2[sl]
-                s = db.sum(axis=1, keepdims=True)
+                s = row_sums(db)[:, None]
                 db -= np.multiply(p2[sl], s, out=buf[: len(db)])
         else:
             dx -= p * dx.sum(axis=self.axis, keepdims=True)
@@ -427,12 +428,12 @@ class _Norm(Op):
             if xb.dtype != cdt:
                 xb = xb.astype(cdt)
             if self.rms:
-                v = np.square(xb, out=buf[: len(xb)]).mean(axis=1, keepdims=True)
+                v = row_means(np.square(xb, out=buf[: len(xb)]))
                 np.copyto(ob, xb)
             else:
-                m = xb.mean(axis=1, keepdims=True)
+                m = row_means(xb)
                 np.subtract(xb, m, out=ob)
-                v = np.square(ob, out=buf[: len(xb)]).mean(axis=1, keepdims=True)
+                v = row_means(np.square(ob, out=buf[: len(xb)]))
                 mean[sl] = m
             v += eps
             r = np.sqrt(v, out=v)
@@ -546,11 +547,11 @@ class NormBackward(Op):
             else:
                 dxhat = gb if gb.dtype == cdt else gb.astype(cdt)
             np.multiply(dxhat, xhat, out=ob)
-            c = ob.mean(axis=1, keepdims=True)
+            c = row_means(ob)
             xhat *= c
             np.subtract(dxhat, xhat, out=ob)
             if m2 is not None:
-                ob -= dxhat.mean(axis=1, keepdims=True)
+                ob -= row_means(dxhat)
             ob *= rb
         return result.astype(x.dtype, copy=False)
 
@@ -587,7 +588,7 @@ class NormWeightBackward(Op):
                 np.subtract(xb, m2[sl], out=xhat)
                 xhat *= r2[sl]
             xhat *= g2[sl]
-            acc += xhat.sum(axis=0)
+            acc += col_sums(xhat)
         return result.astype(x.dtype, copy=False)
 
 

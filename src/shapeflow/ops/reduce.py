@@ -17,6 +17,7 @@ from ..errors import DTypeError, ShapeError
 from ..shape import format_shape, is_concrete, normalize_dims, prod_dims
 from ..tensor import Tensor, describe
 from .base import OUT, X0, Op, Saved, apply
+from .blas_sum import sum_over
 
 _int64 = _dt.int64
 
@@ -139,8 +140,12 @@ class Sum(Reduction):
         return _int64 if dt.category < 2 else dt  # PyTorch sums ints and bools as int64
 
     def forward(self, x):
-        return np.sum(x, axis=self.dims, keepdims=self.keepdim, dtype=self.out_dtype(
-            _dt.from_numpy_dtype(x.dtype)).np)
+        dt = self.out_dtype(_dt.from_numpy_dtype(x.dtype)).np
+        if x.dtype == dt:
+            out = sum_over(x, self.dims, self.keepdim)
+            if out is not None:
+                return out
+        return np.sum(x, axis=self.dims, keepdims=self.keepdim, dtype=dt)
 
     def backward(self, g):
         return (self.expand_grad(g),)
@@ -165,7 +170,11 @@ class Mean(Reduction):
                 warnings.simplefilter("ignore", RuntimeWarning)
                 out = np.mean(x, axis=self.dims, keepdims=self.keepdim, dtype=acc)
         else:
-            out = np.mean(x, axis=self.dims, keepdims=self.keepdim, dtype=acc)
+            out = sum_over(x, self.dims, self.keepdim) if dt == acc else None
+            if out is not None:
+                out /= math.prod(x.shape[d] for d in self.dims)
+            else:
+                out = np.mean(x, axis=self.dims, keepdims=self.keepdim, dtype=acc)
         return np.asarray(out).astype(dt, copy=False)
 
     def backward(self, g):

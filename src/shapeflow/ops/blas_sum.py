@@ -1,0 +1,78 @@
+"""Sums over the leading or trailing dims of an array as a matrix-vector product.
+
+NumPy reduces each short row on its own (~20 ns a row plus the elements); OpenBLAS's gemv
+sums a [rows, n] array in one pass, 3-7x faster for the row lengths of a layer norm, a
+softmax or a bias gradient. Float32 sums longer than `_MAX_LEN` stay with NumPy's
+pairwise summation, whose error grows as log n instead of n.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_MAX_LEN = {np.dtype(np.float32): 1 << 13, np.dtype(np.float64): 1 << 20}
+_ones: dict = {}
+
+
+def _ones_of(n: int, dtype) -> np.ndarray:
+    key = (n, dtype)
+    v = _ones.get(key)
+    if v is None:
+        if len(_ones) > 64:  # a few sizes recur in a model; do not keep every one ever seen
+            _ones.clear()
+        v = _ones[key] = np.ones(n, dtype)
+    return v
+
+
+def row_sums(x2: np.ndarray) -> np.ndarray:
+    """Sums of the rows of a 2-D float array, shape [rows]."""
+    n = x2.shape[1]
+    limit = _MAX_LEN.get(x2.dtype)
+    if limit is None or n > limit or n == 0:
+        return x2.sum(axis=1)
+    return x2 @ _ones_of(n, x2.dtype)
+
+
+def row_means(x2: np.ndarray) -> np.ndarray:
+    """Means of the rows of a 2-D float array, shape [rows, 1]."""
+    m = row_sums(x2)[:, None]
+    m /= x2.shape[1]
+    return m
+
+
+def col_sums(x2: np.ndarray) -> np.ndarray:
+    """Sums of the columns of a 2-D float array, shape [cols]."""
+    rows = x2.shape[0]
+    limit = _MAX_LEN.get(x2.dtype)
+    if limit is None or rows > limit or rows == 0:
+        return x2.sum(axis=0)
+    return _ones_of(rows, x2.dtype) @ x2
+
+
+def sum_over(x: np.ndarray, axes: tuple, keepdims: bool) -> np.ndarray | None:
+    """x summed over `axes` (sorted) by BLAS, or None where that does not apply.
+
+    Applies to C-contiguous float32/float64 arrays reduced over some leading or some
+    trailing dims (not all of them: one contiguous reduce is already fast).
+    """
+    nd, k = x.ndim, len(axes)
+    if not 0 < k < nd or x.dtype not in _MAX_LEN or not x.flags.c_contiguous or x.size == 0:
+        return None
+    shape = x.shape
+    if axes == tuple(range(k)):
+        rows = 1
+        for s in shape[:k]:
+            rows *= s
+        out = col_sums(x.reshape(rows, x.size // rows))
+        kept = shape[k:]
+        full = (1,) * k + kept
+    elif axes == tuple(range(nd - k, nd)):
+        cols = 1
+        for s in shape[nd - k:]:
+            cols *= s
+        out = row_sums(x.reshape(x.size // cols, cols))
+        kept = shape[: nd - k]
+        full = kept + (1,) * k
+    else:
+        return None
+    return out.reshape(full if keepdims else kept)
