@@ -8,7 +8,8 @@ import torch
 import torch.nn.functional as TF
 
 import shapeflow as sf
-from shapeflow.ops.elementwise import _CHUNK, normal_cdf
+from shapeflow.ops.elementwise import normal_cdf
+from shapeflow.ops.gelu_kernels import CHUNK as _CHUNK
 
 # a dense grid over the whole float32 range where Phi is not 0 or 1, plus random values
 GRID = np.concatenate([np.linspace(-14, 14, 56_001), np.random.default_rng(0).normal(
@@ -19,13 +20,13 @@ def test_normal_cdf_float32_relative_accuracy():
     ref = np.array([0.5 * math.erfc(-float(v) / math.sqrt(2)) for v in GRID])
     got = normal_cdf(GRID).astype(np.float64)
     assert got.dtype == np.float64 and normal_cdf(GRID).dtype == np.float32
-    # relative, also deep in the negative tail (no 1 - erf cancellation): float32 rounding
-    # of z^2 inside exp bounds it (|x| <= 9: 1e-5); the fit itself is good to 1.2e-7
+    # absolute within 1.5e-7 (table rounding + interpolation), and relative also deep in
+    # the negative tail (no 1 - erf cancellation): interpolation error grows as x^2 there
     core = np.abs(GRID) <= 2
     rel = np.abs(got - ref) / ref
-    assert rel[core].max() < 5e-7
+    assert np.abs(got - ref).max() < 1.5e-7
+    assert rel[core].max() < 1e-6
     assert rel[np.abs(GRID) <= 9].max() < 1.5e-5
-    assert np.abs(got - ref).max() < 3e-7
 
 
 @pytest.mark.parametrize("n", [1, 7, _CHUNK, _CHUNK + 3, 2 * _CHUNK + 1])
@@ -37,13 +38,21 @@ def test_gelu_float32_matches_torch_across_block_edges(n):
     s = sf.tensor(x, requires_grad=True)
     y, ty = sf.gelu(s), TF.gelu(t)
     assert y.dtype == sf.float32
-    np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=2e-6, atol=1e-8)
+    np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=2e-6, atol=2e-7)
     np.testing.assert_allclose(y.detach().numpy(), TF.gelu(torch.tensor(x)).numpy(),
                                rtol=1e-5, atol=2e-6)
     g = np.random.default_rng(1).normal(size=n).astype(np.float32)
     y.backward(sf.tensor(g))
     ty.backward(torch.tensor(g.astype(np.float64)))
-    np.testing.assert_allclose(s.grad.numpy(), t.grad.numpy(), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(s.grad.numpy(), t.grad.numpy(), rtol=1e-5, atol=1e-6)
+    # and about as close to float64 as PyTorch's own float32 GELU (its error, 1.5x)
+    t32 = torch.tensor(x, requires_grad=True)
+    y32 = TF.gelu(t32)
+    y32.backward(torch.tensor(g))
+    ours = np.abs(s.grad.numpy() - t.grad.numpy()).max()
+    assert ours <= 1.5 * max(np.abs(t32.grad.numpy() - t.grad.numpy()).max(), 1e-7)
+    ours = np.abs(y.detach().numpy() - ty.detach().numpy()).max()
+    assert ours <= 1.5 * max(np.abs(y32.detach().numpy() - ty.detach().numpy()).max(), 1e-7)
 
 
 def test_gelu_float32_sign_selection_and_specials():
