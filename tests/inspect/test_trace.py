@@ -65,3 +65,30 @@ def test_error_names_the_failing_child_after_a_swap():
         assert err.module_path == "b"
     else:
         raise AssertionError("expected a ShapeError")
+
+
+class Stack(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList([nn.Linear(3, 3), nn.Linear(3, 3)])
+
+    def forward(self, x):
+        for block in self.blocks:  # grandchildren, called by the root
+            x = block(x)
+        return x
+
+
+def test_module_list_blocks_keep_their_paths_after_a_swap():
+    m, x = Stack(), sf.ones(2, 3)
+    m(x)
+    assert called() == {"", "blocks.0", "blocks.1"}
+    m.blocks[0] = nn.Linear(3, 4)  # replaced: the cached path of the old block is stale
+    try:
+        m(x)
+    except sf.ShapeError as err:
+        assert err.module_path == "blocks.1"
+    else:
+        raise AssertionError("expected a ShapeError")
+    m.blocks = nn.ModuleList([nn.Linear(3, 3)])
+    m(x)
+    assert called() == {"", "blocks.0"}

@@ -47,7 +47,7 @@ class CallState:
 
     def __init__(self, root, args, collect_rows: bool = False) -> None:
         self.root = root
-        self.paths: dict | None = None  # root-wide id -> path, built only when needed
+        self.rebuilt = False  # whether this call rebuilt the root's path map already
         self.stack: list[str] = []
         self.modules: list = []  # the modules whose paths are on `stack`
         self.chain: list[tuple[str, object]] = [(input_name(root), first_shape(args))]
@@ -62,15 +62,28 @@ class CallState:
         if name is not None:  # the common case: a module calls one of its children
             parent = self.stack[-1]
             return parent + "." + name if parent else name
-        if self.paths is None:  # a deeper module called directly, or an unregistered one
-            self.paths = {}
-            for p, m in self.root.named_modules():
-                self.paths.setdefault(id(m), p)
-        path = self.paths.get(id(module))
+        # a deeper module called directly (a ModuleList's blocks), or an unregistered one
+        path = self.deep_path(module)
         if path is None:  # a module called that is not a registered submodule
             parent = self.stack[-1] if self.stack else ""
             path = (parent + "." if parent else "") + type(module).__name__.lower()
         return path
+
+    def deep_path(self, module) -> str | None:
+        """The path of a registered submodule from the root's map (cached, each hit checked)."""
+        d = self.root.__dict__
+        paths = d.get("_module_paths")
+        path = None if paths is None else paths.get(id(module))
+        if path is not None and resolves(self.root, path, module):
+            return path
+        if self.rebuilt:
+            return None
+        self.rebuilt = True
+        paths = {}
+        for p, m in self.root.named_modules():
+            paths.setdefault(id(m), p)
+        d["_module_paths"] = paths
+        return paths.get(id(module))
 
     def finish(self, path: str, out) -> None:
         prefix = path + "." if path else ""
@@ -103,6 +116,16 @@ def child_name(parent, module) -> str | None:
     d["_child_names"] = names
     name = names.get(id(module))
     return name
+
+
+def resolves(root, path: str, module) -> bool:
+    """Whether `path` (a.b.c) leads from root to this very module through `_modules`."""
+    m = root
+    for name in path.split("."):
+        m = m.__dict__.get("_modules", {}).get(name)
+        if m is None:
+            return False
+    return m is module
 
 
 _input_names: dict[type, str] = {}
