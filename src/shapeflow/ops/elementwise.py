@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from .. import dtypes as _dt
+from ..autograd import grad_mode
 from ..device import Device, cpu, meta
 from ..dtypes import DType, promote_types, result_type
 from ..errors import DeviceError, DTypeError, ShapeflowError
@@ -309,11 +310,27 @@ class Gelu(Unary):
             return (0.5 * x * (1.0 + inner)).astype(x.dtype, copy=False)
         if x.dtype == np.float64:
             return x * normal_cdf(x)
-        return gelu_kernels.blockwise(x, "phi", times_x=True)
+        return gelu_kernels.blockwise(x, "phi", times=x)
 
     def backward(self, g):
         (x,) = self.saved_tensors
+        fused = self.approximate == "none" and x.dtype is _dt.float32
+        if fused and not grad_mode.state.enabled:  # no grad of grad: one blockwise pass
+            return (apply(GeluBackward(), g, x),)
         return (g * apply(GeluGrad(self.approximate), x),)
+
+
+class GeluBackward(Op):
+    """g * d gelu / dx for float32 in one blockwise pass (not differentiable itself)."""
+
+    name = "gelu_backward"
+    differentiable = False
+
+    def infer(self, g, x):
+        return x.shape, x.dtype
+
+    def forward(self, g, x):
+        return gelu_kernels.blockwise(x, "gelu_grad", times=g)
 
 
 class GeluGrad(Unary):

@@ -59,14 +59,15 @@ def _interp_block(x, out, v, f, idx, table) -> None:
     out += f
 
 
-def blockwise(x: np.ndarray, name: str, times_x: bool = False) -> np.ndarray:
-    """table `name` at every element of x (times x if asked), in x's dtype.
+def blockwise(x: np.ndarray, name: str, times: np.ndarray | None = None) -> np.ndarray:
+    """table `name` at every element of x (times `times`, an array of x's shape), in x's dtype.
 
     Block by block, the temporaries cost a few blocks, not a few copies of x (what NumPy's
     whole-array expressions allocate; see the memory report's peak).
     """
     table = _table(name)
     flat = x.reshape(-1)
+    factor = None if times is None else times.reshape(-1)
     n = flat.size
     res = np.empty(n, x.dtype)
     size = min(n, CHUNK)
@@ -82,8 +83,8 @@ def blockwise(x: np.ndarray, name: str, times_x: bool = False) -> np.ndarray:
             xb = conv
         out = res[a:b] if res.dtype == np.float32 else np.empty(k, np.float32)
         _interp_block(xb, out, buf[0, :k], buf[1, :k], idx[:k], table)
-        if times_x:
-            out *= xb
+        if factor is not None:
+            out *= factor[a:b] if factor is not flat else xb
         if res.dtype != np.float32:
             res[a:b] = out
     return res.reshape(x.shape)
