@@ -44,15 +44,15 @@ def _table(name: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _interp_block(x, out, v, f, idx, table) -> None:
-    """table(x) into out, for float32 blocks; v, f float32 and idx int32 scratch."""
+    """table(x) into out, for float32 blocks; v, f float32 and idx intp scratch."""
     values, slopes = table
     np.multiply(x, np.float32(STEPS), out=v)  # exact
     np.clip(v, np.float32(-_OFFSET), np.float32(LIMIT * STEPS), out=v)
     np.floor(v, out=f)
     np.subtract(v, f, out=v)  # the fraction in [0, 1): exact, as v and f are close
+    f += np.float32(_OFFSET)  # exact: integers below 2^24
     with np.errstate(invalid="ignore"):  # NaN casts to some index; its fraction stays NaN
-        np.copyto(idx, f, casting="unsafe")
-    idx += np.int32(_OFFSET)
+        np.copyto(idx, f, casting="unsafe")  # intp, as take would convert int32 twice
     np.take(values, idx, out=out, mode="clip")
     np.take(slopes, idx, out=f, mode="clip")
     f *= v
@@ -72,7 +72,7 @@ def blockwise(x: np.ndarray, name: str, times: np.ndarray | None = None) -> np.n
     res = np.empty(n, x.dtype)
     size = min(n, CHUNK)
     buf = np.empty((3, size), np.float32)
-    idx = np.empty(size, np.int32)
+    idx = np.empty(size, np.intp)
     for a in range(0, n, CHUNK):
         b = min(a + CHUNK, n)
         k = b - a
