@@ -492,10 +492,14 @@ class _Norm(Op):
                 gx, gw = self._composite_grads(g, x, w)
             else:
                 stats = (rstd,) if self.rms else (mean, rstd)
+                both = self.need[0] and self.need[1]
                 if self.need[0]:
-                    kernel = NormBackward(self.rms, self.lead, self.has_w)
+                    kernel = NormBackward(self.rms, self.lead, self.has_w, with_dw=both)
                     gx = apply(kernel, g, x, *stats, *((w,) if w is not None else ()))
-                if self.need[1]:
+                    if both:  # the weight's gradient came out of the same pass
+                        gw = Tensor._make(getattr(kernel, "dw", None), tuple(x.shape[self.lead:]),
+                                          x.dtype, x.device)
+                elif self.need[1]:
                     gw = apply(NormWeightBackward(self.rms, self.lead), g, x, *stats)
         if self.has_b:
             gb = g.sum(lead) if lead else g
@@ -534,13 +538,17 @@ class RMSNorm(_Norm):
 
 
 class NormBackward(Op):
-    """dx of layer_norm / rms_norm from x and the saved stats: rstd * (dxhat - ...)."""
+    """dx of layer_norm / rms_norm from x and the saved stats: rstd * (dxhat - ...).
+
+    With `with_dw`, the weight's gradient (sum over rows of g * xhat) comes out of the same
+    pass as `self.dw`, so xhat is computed once.
+    """
 
     name = "layer_norm_backward"
     differentiable = False
 
-    def __init__(self, rms: bool, lead: int, has_w: bool) -> None:
-        self.rms, self.lead, self.has_w = rms, lead, has_w
+    def __init__(self, rms: bool, lead: int, has_w: bool, with_dw: bool = False) -> None:
+        self.rms, self.lead, self.has_w, self.with_dw = rms, lead, has_w, with_dw
 
     def infer(self, g, x, *rest):
         return x.shape, x.dtype
@@ -562,6 +570,7 @@ class NormBackward(Op):
         dx = _as_rows(result, n)
         step = min(rows, max(1, _CHUNK // max(n, 1)))
         xh_buf, dh_buf = np.empty((step, n), cdt), np.empty((step, n), cdt)
+        dw = np.zeros(n, cdt) if self.with_dw else None
         for sl in _blocks(rows, n):
             xb, gb, ob, rb = x2[sl], g2[sl], dx[sl], r2[sl]
             k = len(xb)
@@ -575,6 +584,8 @@ class NormBackward(Op):
                 dxhat = np.multiply(gb, w1, out=dh_buf[:k])
             else:
                 dxhat = gb if gb.dtype == cdt else gb.astype(cdt)
+            if dw is not None:  # g * xhat, summed over rows (ob is free until below)
+                dw += col_sums(np.multiply(gb, xhat, out=ob))
             np.multiply(dxhat, xhat, out=ob)
             c = row_means(ob)
             xhat *= c
@@ -582,6 +593,8 @@ class NormBackward(Op):
             if m2 is not None:
                 ob -= row_means(dxhat)
             ob *= rb
+        if dw is not None:
+            self.dw = dw.reshape(x.shape[self.lead:]).astype(x.dtype, copy=False)
         return result.astype(x.dtype, copy=False)
 
 
