@@ -144,7 +144,7 @@ def test_rms_norm_default_eps_is_finfo_eps():
 
 
 # ---- embedding, one_hot -----------------------------------------------------------------
-@pytest.mark.parametrize("idx_shape", [(4,), (2, 3), (), (2, 0)], ids=str)
+@pytest.mark.parametrize("idx_shape", [(4,), (2, 3), (), (2, 0), (8, 16)], ids=str)
 def test_embedding(idx_shape):
     idx = rng.integers(0, 5, idx_shape)
     check_op(F.embedding, TF.embedding, idx, normal(5, 3))

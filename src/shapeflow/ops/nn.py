@@ -699,6 +699,23 @@ class Embedding(Op):
         return None, apply(EmbeddingBackward(self.num, self.padding_idx, self.by_freq), idx, g)
 
 
+def _scatter_add_rows(num: int, flat: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """A [num, d] table of zeros with rows[i] added at row flat[i].
+
+    When indices repeat (more rows than table entries: a small vocabulary, positions over a
+    batch), sorting them and summing each run with reduceat is ~5x faster than np.add.at.
+    """
+    dw = np.zeros((num, rows.shape[1]), rows.dtype)
+    if len(flat) <= num:
+        np.add.at(dw, flat, rows)
+        return dw
+    order = np.argsort(flat, kind="stable")  # stable: each run sums in the original order
+    sorted_idx = flat[order]
+    starts = np.flatnonzero(np.concatenate(([True], sorted_idx[1:] != sorted_idx[:-1])))
+    dw[sorted_idx[starts]] = np.add.reduceat(rows[order], starts, axis=0)
+    return dw
+
+
 class EmbeddingBackward(Op):
     """d weight of embedding: a zero table with each g row added at its index."""
 
@@ -715,9 +732,8 @@ class EmbeddingBackward(Op):
 
     def forward(self, idx, g):
         d = g.shape[-1]
-        dw = np.zeros((self.num, d), g.dtype)
         flat = idx.reshape(-1)
-        np.add.at(dw, flat, g.reshape(-1, d))
+        dw = _scatter_add_rows(self.num, flat, g.reshape(-1, d))
         if self.by_freq:  # each row's gradient divided by how often its index occurs
             counts = np.bincount(flat, minlength=self.num)
             dw /= np.maximum(counts, 1).astype(dw.dtype)[:, None]
