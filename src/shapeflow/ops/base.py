@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd import breaks, grad_mode
+from ..autograd import breaks
+from ..autograd.grad_mode import state as _grad_mode
 from ..device import cpu, meta
 from ..errors import DeviceError, GraphError
 from ..tensor import Tensor, describe
@@ -183,7 +184,7 @@ def apply(op: Op, *inputs: Tensor) -> Tensor:
             check_forward(op, inputs, data)
     out = Tensor._make(data, shape, dtype, device)
     if grad:
-        if not grad_mode.state.enabled:
+        if not _grad_mode.enabled:
             out._origin = "no_grad"
             breaks.note("no_grad", op.name)
         elif op.differentiable:
@@ -222,7 +223,7 @@ def record(op: Op, inputs, out: Tensor) -> None:
                 keep.append(Tensor._make(arr, e.shape, e.dtype, out.device))
         op._saved = keep
     else:
-        op._saved = []
+        op._saved = ()
     if _anomaly.enabled:
         from ..inspect.trace import current_path
 

@@ -415,8 +415,6 @@ class Cast(Op):
 class Binary(Op):
     """Two tensors, broadcast; forward computes in the promoted dtype (`self.compute`)."""
 
-    compute_dtype = None  # or a method mapping the promoted dtype to the one computed in
-
     def infer(self, a, b):
         sa, sb = a.shape, b.shape
         try:
@@ -430,15 +428,17 @@ class Binary(Op):
             dt = promote_types(a.dtype, b.dtype)
         else:
             dt = result_type(a, b)  # a 0-d tensor widens only across categories
-        self.compute = dt if self.compute_dtype is None else self.compute_dtype(dt)
-        return shape, self.compute
+        self.compute = dt
+        self.cast = not (a.dtype is dt and b.dtype is dt)
+        return shape, dt
 
     def forward(self, a, b):
-        npd = self.compute.np
-        if a.dtype is not npd and a.dtype != npd:  # `is` first: NumPy dtypes are cached
-            a = a.astype(npd)
-        if b.dtype is not npd and b.dtype != npd:
-            b = b.astype(npd)
+        if self.cast:
+            npd = self.compute.np
+            if a.dtype != npd:
+                a = a.astype(npd)
+            if b.dtype != npd:
+                b = b.astype(npd)
         return self.fn(a, b)
 
 
@@ -478,8 +478,12 @@ class Div(Binary):
     name = "div"
     fn = staticmethod(np.true_divide)
 
-    def compute_dtype(self, dt):
-        return dt if dt.is_floating_point else _dt.default_float
+    def infer(self, a, b):
+        shape, dt = Binary.infer(self, a, b)
+        if not dt.is_floating_point:  # true division of integers gives the default float
+            dt = self.compute = _dt.default_float
+            self.cast = True
+        return shape, dt
 
     def saved(self, a, b, out):
         self.need_b = b.requires_grad
