@@ -24,13 +24,23 @@ def _ones_of(n: int, dtype) -> np.ndarray:
     return v
 
 
-def row_sums(x2: np.ndarray) -> np.ndarray:
-    """Sums of the rows of a 2-D float array, shape [rows]."""
-    n = x2.shape[1]
+def _sums(x2: np.ndarray, axis: int) -> np.ndarray:
+    n = x2.shape[axis]
     limit = _MAX_LEN.get(x2.dtype)
     if limit is None or n > limit or n == 0:
-        return x2.sum(axis=1)
-    return x2 @ _ones_of(n, x2.dtype)
+        return x2.sum(axis=axis)
+    ones = _ones_of(n, x2.dtype)
+    return x2 @ ones if axis == 1 else ones @ x2
+
+
+def row_sums(x2: np.ndarray) -> np.ndarray:
+    """Sums of the rows of a 2-D float array, shape [rows]."""
+    return _sums(x2, 1)
+
+
+def col_sums(x2: np.ndarray) -> np.ndarray:
+    """Sums of the columns of a 2-D float array, shape [cols]."""
+    return _sums(x2, 0)
 
 
 def row_means(x2: np.ndarray) -> np.ndarray:
@@ -38,15 +48,6 @@ def row_means(x2: np.ndarray) -> np.ndarray:
     m = row_sums(x2)[:, None]
     m /= x2.shape[1]
     return m
-
-
-def col_sums(x2: np.ndarray) -> np.ndarray:
-    """Sums of the columns of a 2-D float array, shape [cols]."""
-    rows = x2.shape[0]
-    limit = _MAX_LEN.get(x2.dtype)
-    if limit is None or rows > limit or rows == 0:
-        return x2.sum(axis=0)
-    return _ones_of(rows, x2.dtype) @ x2
 
 
 def sum_over(x: np.ndarray, axes: tuple, keepdims: bool) -> np.ndarray | None:

@@ -11,7 +11,7 @@ from ..autograd import grad_mode
 from ..device import Device, cpu, meta
 from ..dtypes import DType, promote_types, result_type
 from ..errors import DeviceError, DTypeError, ShapeflowError
-from ..shape import broadcast_shapes, shapes_equal
+from ..shape import broadcast_shapes
 from ..tensor import Tensor, describe
 from . import gelu_kernels
 from .base import OUT, OUT_ACT, X0, X0_ACT, X1, Op, apply
@@ -578,9 +578,7 @@ class Compare(Binary):
     differentiable = False
 
     def infer(self, a, b):
-        Binary.infer(self, a, b)
-        shape = (a.shape if shapes_equal(a.shape, b.shape)
-                 else broadcast_shapes(a.shape, b.shape, self.name))
+        shape, _ = Binary.infer(self, a, b)  # the promoted dtype the comparison runs in
         return shape, _dt.bool_
 
 

@@ -84,7 +84,7 @@ def blockwise(x: np.ndarray, name: str, times: np.ndarray | None = None) -> np.n
         out = res[a:b] if res.dtype == np.float32 else np.empty(k, np.float32)
         _interp_block(xb, out, buf[0, :k], buf[1, :k], idx[:k], table)
         if factor is not None:
-            out *= factor[a:b] if factor is not flat else xb
+            out *= factor[a:b]
         if res.dtype != np.float32:
             res[a:b] = out
     return res.reshape(x.shape)
