@@ -45,6 +45,12 @@ short = int16
 
 __version__ = "0.1.0"
 
+# Large NumPy buffers are reused instead of faulted in afresh (backend/buffers.py);
+# SHAPEFLOW_BUFFER_CACHE=0 keeps NumPy's own allocator.
+from .backend import buffers as _buffers
+
+_buffers.enable()
+
 _LAZY = {
     "nn": ".nn", "optim": ".optim", "data": ".data", "models": ".models", "autograd": ".autograd",
     "memory": ".inspect.memory", "onnx": ".io.onnx",

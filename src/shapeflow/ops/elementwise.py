@@ -241,7 +241,22 @@ class Relu(Op):
 
     def backward(self, g):
         (out,) = self.saved_tensors
+        if not grad_mode.state.enabled and g.dtype is out.dtype:  # no grad of grad: one op
+            return (apply(ReluBackward(), g, out),)
         return (g * (out > 0),)
+
+
+class ReluBackward(Op):
+    """g * (out > 0) as one op (not differentiable itself; grad of grad uses the product)."""
+
+    name = "relu_backward"
+    differentiable = False
+
+    def infer(self, g, out):
+        return out.shape, out.dtype
+
+    def forward(self, g, out):
+        return np.multiply(g, out > 0)
 
 
 class Silu(Unary):

@@ -14,6 +14,8 @@ import math
 
 import numpy as np
 
+from ..backend import kernels
+
 STEPS = 1024  # table entries per unit of x: a power of two, so x * STEPS is exact
 LIMIT = 10  # tables span [-LIMIT, LIMIT]
 CHUNK = 32768  # elements per block: the scratch stays in L2, calls stay few
@@ -46,7 +48,8 @@ def _table(name: str) -> tuple[np.ndarray, np.ndarray]:
 def _interp_block(x, out, v, f, idx, table) -> None:
     """table(x) into out, for float32 blocks; v, f float32 and idx intp scratch."""
     values, slopes = table
-    np.multiply(x, np.float32(STEPS), out=v)  # exact
+    with np.errstate(over="ignore"):  # beyond float32's range: clipped to the table's end
+        np.multiply(x, np.float32(STEPS), out=v)  # exact
     np.clip(v, np.float32(-_OFFSET), np.float32(LIMIT * STEPS), out=v)
     np.floor(v, out=f)
     np.subtract(v, f, out=v)  # the fraction in [0, 1): exact, as v and f are close
@@ -66,6 +69,10 @@ def blockwise(x: np.ndarray, name: str, times: np.ndarray | None = None) -> np.n
     whole-array expressions allocate; see the memory report's peak).
     """
     table = _table(name)
+    if x.dtype == np.float32 and (times is None or times.dtype == np.float32):
+        out = kernels.interp_times(x, times, *table, float(STEPS), float(_OFFSET))
+        if out is not None:  # the same steps in one compiled pass, bit for bit
+            return out
     flat = x.reshape(-1)
     factor = None if times is None else times.reshape(-1)
     n = flat.size

@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..autograd import grad_mode
+from ..backend import gemm, kernels
 from ..errors import DTypeError, ShapeError
 from ..random import get_rng
 from ..shape import broadcast_shapes, dims_equal, format_shape, normalize_dim, prod_dims
@@ -224,15 +225,10 @@ class Linear(Op):
 
     def forward(self, x, w, b=None):
         if x.ndim == 2:
-            out = np.matmul(x, w.T)
-        else:
-            lead = x.shape[:-1]
-            out = np.empty(lead + (w.shape[0],), np.result_type(x, w))
-            np.matmul(x.reshape(math.prod(lead), x.shape[-1]), w.T,
-                      out=out.reshape(math.prod(lead), w.shape[0]))
-        if b is not None:
-            out += b
-        return out
+            return gemm.matmul(x, w.T, b)
+        lead = x.shape[:-1]
+        out = gemm.matmul(x.reshape(math.prod(lead), x.shape[-1]), w.T, b)
+        return out.reshape(lead + (w.shape[0],))
 
     def backward(self, g):
         saved = list(self.saved_tensors)
@@ -346,6 +342,11 @@ class SoftmaxBackward(Op):
         return p.shape, p.dtype
 
     def forward(self, p, g, mask=None):
+        n = p.shape[self.axis]
+        if mask is None and self.axis == p.ndim - 1 and n:
+            dx = kernels.softmax_backward(_as_rows(p, n), _as_rows(g, n), self.scale)
+            if dx is not None:  # one compiled pass over each row, twice
+                return dx.reshape(p.shape)
         dx = np.multiply(g, p, dtype=p.dtype)
         if mask is not None:
             dx *= mask
@@ -443,13 +444,21 @@ class _Norm(Op):
         n = math.prod(x.shape[self.lead:])
         cdt = _compute_np(_dt.from_numpy_dtype(x.dtype))
         x2 = _as_rows(x, n)
+        w1 = None if w is None else w.reshape(n).astype(cdt, copy=False)
+        b1 = None if b is None else b.reshape(n).astype(cdt, copy=False)
+        fused = kernels.layer_norm(x2, w1, b1, self.eps, self.rms)
+        if fused is not None:  # one compiled pass per row
+            result, mean, rstd = fused
+            if self.need_stats:
+                if mean is not None:
+                    self.mean = mean.reshape(self.stat_shape)
+                self.rstd = rstd.reshape(self.stat_shape)
+            return result.reshape(x.shape)
         rows = len(x2)
         result = np.empty(x.shape, cdt)
         out = _as_rows(result, n)
         mean = None if self.rms else np.empty((rows, 1), cdt)
         rstd = np.empty((rows, 1), cdt)
-        w1 = None if w is None else w.reshape(n).astype(cdt, copy=False)
-        b1 = None if b is None else b.reshape(n).astype(cdt, copy=False)
         buf = np.empty((min(rows, max(1, _CHUNK // max(n, 1))), n), cdt)
         eps = self.eps
         for sl in _blocks(rows, n):
@@ -565,6 +574,12 @@ class NormBackward(Op):
         r2 = rstd.reshape(-1, 1)
         m2 = None if mean is None else mean.reshape(-1, 1)
         w1 = None if w is None else w.reshape(n).astype(cdt, copy=False)
+        fused = kernels.layer_norm_backward(g2, x2, m2, r2, w1, self.with_dw)
+        if fused is not None:  # two compiled passes per row
+            dx, dw = fused
+            if dw is not None:
+                self.dw = dw.reshape(x.shape[self.lead:]).astype(x.dtype)
+            return dx.reshape(x.shape)
         rows = len(x2)
         result = np.empty(x.shape, cdt)
         dx = _as_rows(result, n)
@@ -1593,17 +1608,10 @@ class Attention(Op):
 
     def forward(self, q, k, v, mask=None):
         s = np.matmul(q, np.swapaxes(k, -1, -2))
-        s *= s.dtype.type(self.scale)  # scale the scores in place: no scaled copy of q
         L, S = s.shape[-2:]
-        if self.is_causal:
-            np.minimum(s, _causal_bound(L, S, s.dtype), out=s)
-        elif mask is not None:
-            if mask.dtype == np.bool_:
-                np.copyto(s, -np.inf, where=~mask)
-            else:
-                s += mask
-        if s.size:
-            _softmax_rows(_as_rows(s, S), _as_rows(s, S), False, zero_empty=True)
+        if not (mask is None and s.size and kernels.softmax_rows(
+                _as_rows(s, S), self.scale, L if self.is_causal else 0, True)):
+            self._softmax_numpy(s, mask)  # else: scale, mask and softmax in one compiled pass
         self.probs = s
         if self.p > 0:
             r = np.asarray(get_rng(self.generator).random(s.shape, dtype=np.float32))
@@ -1613,6 +1621,20 @@ class Attention(Op):
             self.keep, self.dropped = keep, pd
             return np.matmul(pd, v)
         return np.matmul(s, v)
+
+    def _softmax_numpy(self, s: np.ndarray, mask) -> None:
+        """softmax(s * scale + mask) in place, in NumPy passes."""
+        L, S = s.shape[-2:]
+        s *= s.dtype.type(self.scale)  # scale the scores in place: no scaled copy of q
+        if self.is_causal:
+            np.minimum(s, _causal_bound(L, S, s.dtype), out=s)
+        elif mask is not None:
+            if mask.dtype == np.bool_:
+                np.copyto(s, -np.inf, where=~mask)
+            else:
+                s += mask
+        if s.size:
+            _softmax_rows(_as_rows(s, S), _as_rows(s, S), False, zero_empty=True)
 
     def backward(self, g):
         saved = list(self.saved_tensors)

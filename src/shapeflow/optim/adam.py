@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..backend import kernels
 from .optimizer import BLOCK, Optimizer, chunks, flat, new_step, zeros_state
 
 
@@ -76,7 +77,9 @@ class Adam(Optimizer):
                 bias_correction2 = 1 - beta2**step
                 scalars = (1 - beta1, beta2, 1 - beta2, bias_correction2**0.5, eps,
                            -(lr / bias_correction1))
-                if param.size <= BLOCK or not _chunked(param, grad, m, v, vmax, scalars):
+                if kernels.adam(param, grad, m, v, vmax, scalars):
+                    pass  # one compiled pass, the same float32 steps as _adam_kernel
+                elif param.size <= BLOCK or not _chunked(param, grad, m, v, vmax, scalars):
                     _adam_kernel(param, grad, m, v, vmax, np.empty_like(param), scalars)
                 p._version[0] += 1
         return loss

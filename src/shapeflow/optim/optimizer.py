@@ -15,6 +15,7 @@ from itertools import chain
 import numpy as np
 
 from ..autograd import enable_grad
+from ..backend import kernels
 from ..device import meta
 from ..errors import DeviceError, ShapeError
 from ..shape import format_shape
@@ -272,6 +273,8 @@ def flat(a: np.ndarray) -> np.ndarray | None:
 
 def axpy_(y: np.ndarray, x: np.ndarray, alpha: float) -> None:
     """y += alpha * x in place (as torch's add_(x, alpha=)), without a full-size temporary."""
+    if kernels.axpy(y, x, alpha):
+        return
     yf, xf = flat(y), flat(x)
     if y.size <= BLOCK or yf is None or xf is None or x.shape != y.shape:
         y += x * alpha

@@ -1,0 +1,24 @@
+"""Compiled parts of shapeflow: optional, each with a NumPy fallback when it fails to build.
+
+`_kernels` is plain C (loaded with ctypes) built for the CPU that compiles it; `_alloc` is
+a CPython extension that gives NumPy a cache of large buffers.
+"""
+
+import platform
+
+import numpy
+from setuptools import Extension, setup
+
+_NATIVE = {"x86_64": ["-march=native"], "AMD64": ["-march=native"],
+           "aarch64": ["-mcpu=native"], "arm64": ["-mcpu=native"]}.get(platform.machine(), [])
+
+setup(ext_modules=[
+    Extension("shapeflow.backend._kernels", ["src/shapeflow/backend/kernels.c"],
+              # no traps, no errno: gcc may vectorize the selects and sqrt; no fast-math, so NaN and
+              # rounding stay IEEE (-ffp-contract=off: no fused multiply-add either)
+              extra_compile_args=["-O3", "-fno-trapping-math", "-fno-math-errno",
+                                  "-ffp-contract=off", "-fopenmp-simd",
+                                  *_NATIVE], optional=True),
+    Extension("shapeflow.backend._alloc", ["src/shapeflow/backend/alloc.c"],
+              include_dirs=[numpy.get_include()], extra_compile_args=["-O2"], optional=True),
+])

@@ -1,0 +1,272 @@
+/* Fused float32 CPU kernels for the ops whose NumPy form takes many passes over memory.
+ *
+ * Plain C called through ctypes (backend/kernels.py), built for the CPU that compiles it.
+ * Each kernel computes what the NumPy code beside its op computes, in one or two passes:
+ * GELU (the same table interpolation as ops/gelu_kernels.py, bit for bit) and layer norm
+ * (row statistics in float32 lanes, the weight gradient summed in float64).
+ * Arrays are C-contiguous float32; sizes are counts of elements.
+ */
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Which instruction sets this build assumes: kernels.py refuses to call into a library
+ * built for a CPU with more of them than the one it runs on. */
+const char shapeflow_isa[] = ""
+#ifdef __SSE4_1__
+    " sse4_1"
+#endif
+#ifdef __AVX__
+    " avx"
+#endif
+#ifdef __AVX2__
+    " avx2"
+#endif
+#ifdef __FMA__
+    " fma"
+#endif
+#ifdef __AVX512F__
+    " avx512f"
+#endif
+#ifdef __AVX512BW__
+    " avx512bw"
+#endif
+#ifdef __AVX512DQ__
+    " avx512dq"
+#endif
+#ifdef __AVX512VL__
+    " avx512vl"
+#endif
+    ;
+
+/* ---- table interpolation: out = table(x) (* times) -----------------------------------
+ * values/slopes hold entries k = 0 .. 2*offset-1 for x = (k - offset) / steps; the steps
+ * mirror gelu_kernels._interp_block: v = clip(x * steps), f = floor(v), k = f + offset,
+ * out = (values[k] + slopes[k] * (v - f)) * times. NaN stays NaN (its index is clamped). */
+static inline float interp(float x, const float *restrict values,
+                           const float *restrict slopes, float steps, float offset) {
+    float v = x * steps;
+    v = v < -offset ? -offset : v;
+    v = v > offset - 1.0f ? offset - 1.0f : v;
+    float f = floorf(v);
+    float fi = f == f ? f : 0.0f; /* NaN: any index will do, the fraction is NaN */
+    int k = (int)fi + (int)offset;
+    int last = 2 * (int)offset - 1;
+    k = k < 0 ? 0 : (k > last ? last : k);
+    return values[k] + slopes[k] * (v - f);
+}
+
+/* times may be NULL (out = table(x)) */
+void interp_times_f32(const float *restrict x, const float *restrict times,
+                      const float *restrict values, const float *restrict slopes,
+                      float *restrict out, ptrdiff_t n, float steps, float offset) {
+    if (times) {
+        for (ptrdiff_t i = 0; i < n; i++)
+            out[i] = interp(x[i], values, slopes, steps, offset) * times[i];
+    } else {
+        for (ptrdiff_t i = 0; i < n; i++) out[i] = interp(x[i], values, slopes, steps, offset);
+    }
+}
+
+/* ---- layer norm / RMS norm over rows of n ------------------------------------------ */
+static float row_mean(const float *restrict x, ptrdiff_t n) {
+    float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+    for (ptrdiff_t j = 0; j < n; j++) s += x[j];
+    return s / (float)n;
+}
+
+/* out = (x - mean) * rstd * w + b per row; mean (unless rms) and rstd per row. w, b may be
+ * NULL; mean may be NULL when rms. */
+void layer_norm_f32(const float *restrict x, const float *restrict w, const float *restrict b,
+                    float *restrict out, float *restrict mean, float *restrict rstd,
+                    ptrdiff_t rows, ptrdiff_t n, float eps, int rms) {
+    for (ptrdiff_t r = 0; r < rows; r++) {
+        const float *xr = x + r * n;
+        float *o = out + r * n;
+        float m = rms ? 0.0f : row_mean(xr, n);
+        float ss = 0.0f;
+#pragma omp simd reduction(+ : ss)
+        for (ptrdiff_t j = 0; j < n; j++) {
+            float d = xr[j] - m;
+            ss += d * d;
+        }
+        float rs = 1.0f / sqrtf(ss / (float)n + eps);
+        if (!rms) mean[r] = m;
+        rstd[r] = rs;
+        if (w && b) {
+#pragma omp simd
+            for (ptrdiff_t j = 0; j < n; j++) o[j] = (xr[j] - m) * rs * w[j] + b[j];
+        } else if (w) {
+#pragma omp simd
+            for (ptrdiff_t j = 0; j < n; j++) o[j] = (xr[j] - m) * rs * w[j];
+        } else if (b) {
+#pragma omp simd
+            for (ptrdiff_t j = 0; j < n; j++) o[j] = (xr[j] - m) * rs + b[j];
+        } else {
+#pragma omp simd
+            for (ptrdiff_t j = 0; j < n; j++) o[j] = (xr[j] - m) * rs;
+        }
+    }
+}
+
+/* dx = rstd * (dxhat - xhat * mean(dxhat * xhat) - mean(dxhat)) with dxhat = g * w (the
+ * last term only for layer norm); dw += sum over rows of g * xhat when dw is not NULL.
+ * mean is NULL for rms; w may be NULL. dw is float64 [n], zeroed by the caller. */
+void layer_norm_backward_f32(const float *restrict g, const float *restrict x,
+                             const float *restrict mean, const float *restrict rstd,
+                             const float *restrict w, float *restrict dx,
+                             double *restrict dw, ptrdiff_t rows, ptrdiff_t n) {
+    for (ptrdiff_t r = 0; r < rows; r++) {
+        const float *gr = g + r * n, *xr = x + r * n;
+        float *o = dx + r * n;
+        float m = mean ? mean[r] : 0.0f, rs = rstd[r];
+        float s_dx = 0.0f, s_d = 0.0f;
+        if (w) {
+#pragma omp simd reduction(+ : s_dx, s_d)
+            for (ptrdiff_t j = 0; j < n; j++) {
+                float xh = (xr[j] - m) * rs, dh = gr[j] * w[j];
+                s_dx += dh * xh;
+                s_d += dh;
+            }
+        } else {
+#pragma omp simd reduction(+ : s_dx, s_d)
+            for (ptrdiff_t j = 0; j < n; j++) {
+                float xh = (xr[j] - m) * rs;
+                s_dx += gr[j] * xh;
+                s_d += gr[j];
+            }
+        }
+        float c1 = s_dx / (float)n, c2 = mean ? s_d / (float)n : 0.0f;
+        if (w) {
+#pragma omp simd
+            for (ptrdiff_t j = 0; j < n; j++) {
+                float xh = (xr[j] - m) * rs;
+                o[j] = rs * (gr[j] * w[j] - xh * c1 - c2);
+            }
+        } else {
+#pragma omp simd
+            for (ptrdiff_t j = 0; j < n; j++) {
+                float xh = (xr[j] - m) * rs;
+                o[j] = rs * (gr[j] - xh * c1 - c2);
+            }
+        }
+        if (dw) {
+#pragma omp simd
+            for (ptrdiff_t j = 0; j < n; j++) dw[j] += (double)(gr[j] * ((xr[j] - m) * rs));
+        }
+    }
+}
+
+/* ---- Adam / AdamW: one update in place, in optim/adam.py's order of float32 steps ----
+ * m += (g - m) * w1;  v = v * beta2 + (g * w2) * g;  vmax = max(vmax, v) (amsgrad);
+ * p += m / (sqrt(v or vmax) / bc2_sqrt + eps) * neg_step. vmax may be NULL. */
+void adam_f32(float *restrict p, const float *restrict g, float *restrict m,
+              float *restrict v, float *restrict vmax, ptrdiff_t n, float w1, float beta2,
+              float w2, float bc2_sqrt, float eps, float neg_step) {
+    if (vmax) {
+        for (ptrdiff_t i = 0; i < n; i++) {
+            float mi = m[i] + (g[i] - m[i]) * w1;
+            float vi = v[i] * beta2 + (g[i] * w2) * g[i];
+            float top = (vmax[i] > vi || vmax[i] != vmax[i]) ? vmax[i] : vi; /* np.maximum */
+            m[i] = mi;
+            v[i] = vi;
+            vmax[i] = top;
+            p[i] += mi / (sqrtf(top) / bc2_sqrt + eps) * neg_step;
+        }
+    } else {
+        for (ptrdiff_t i = 0; i < n; i++) {
+            float mi = m[i] + (g[i] - m[i]) * w1;
+            float vi = v[i] * beta2 + (g[i] * w2) * g[i];
+            m[i] = mi;
+            v[i] = vi;
+            p[i] += mi / (sqrtf(vi) / bc2_sqrt + eps) * neg_step;
+        }
+    }
+}
+
+/* y += x * alpha (optim's axpy_, the same rounding: the product, then the sum) */
+void axpy_f32(float *restrict y, const float *restrict x, ptrdiff_t n, float alpha) {
+    for (ptrdiff_t i = 0; i < n; i++) y[i] += x[i] * alpha;
+}
+
+/* ---- softmax over rows -------------------------------------------------------------
+ * exp for x <= 0 (softmax shifts by the row max first): 2^n * e^r with n = round(x/ln 2),
+ * r = x - n ln 2 split in two parts (exact products), e^r by its Taylor series to r^7
+ * (|r| <= ln2/2: truncation < 2e-9 relative), 2^n from the exponent bits. Max error
+ * ~2 ulp; below -87.3 (results under float32's smallest normal) it gives 0, as a flush. */
+static inline float exp_nonpositive(float x) {
+    int under = !(x >= -87.3f); /* also NaN: handled by the caller's NaN sum */
+    float xc = under ? 0.0f : x;
+    float n = rintf(xc * 1.44269504088896341f);
+    float r = xc - n * 0.693145751953125f; /* exact: the constant has 12 significant bits */
+    r = r - n * 1.42860682030941723e-6f;
+    float p = 1.0f / 5040.0f;
+    p = p * r + 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    union { float f; int32_t i; } scale;
+    scale.i = ((int32_t)n + 127) << 23; /* n in [-126, 0] */
+    float e = p * scale.f;
+    return under ? 0.0f : e;
+}
+
+/* In place over rows of n: x = softmax(x * scale), with positions j > (r % period) + shift
+ * masked out when period > 0 (causal attention over [.., L, S] scores: period L, shift
+ * S - L... or 0 for PyTorch's top-left alignment). A row whose every entry is -inf becomes 0
+ * when zero_empty, NaN otherwise; a NaN anywhere in a row makes the row NaN. */
+void softmax_rows_f32(float *restrict x, ptrdiff_t rows, ptrdiff_t n, float scale,
+                      ptrdiff_t period, int zero_empty) {
+    for (ptrdiff_t r = 0; r < rows; r++) {
+        float *row = x + r * n;
+        ptrdiff_t keep = period > 0 ? (r % period) + 1 : n; /* entries 0 .. keep-1 count */
+        if (keep > n) keep = n;
+        float m = -INFINITY;
+#pragma omp simd reduction(max : m)
+        for (ptrdiff_t j = 0; j < keep; j++) m = row[j] * scale > m ? row[j] * scale : m;
+        float s = 0.0f;
+        if (m == INFINITY) { /* as NumPy's path (shift 0): inf / inf = NaN, finite / inf = 0 */
+            for (ptrdiff_t j = 0; j < keep; j++) {
+                row[j] = expf(row[j] * scale);
+                s += row[j];
+            }
+        } else {
+            if (m == -INFINITY) m = 0.0f; /* every entry -inf (or NaN): exp gives 0 */
+#pragma omp simd reduction(+ : s)
+            for (ptrdiff_t j = 0; j < keep; j++) {
+                float d = row[j] * scale - m; /* <= 0, or NaN */
+                float e = exp_nonpositive(d);
+                e = d == d ? e : d;
+                row[j] = e;
+                s += e;
+            }
+        }
+        float inv_sum = (s == 0.0f && zero_empty) ? 0.0f : 1.0f / s;
+        int exact = s == 0.0f || s != s || s == INFINITY; /* keep NumPy's 0/0 and inf/inf */
+        if (exact) {
+            for (ptrdiff_t j = 0; j < keep; j++) row[j] = zero_empty && s == 0.0f ? 0.0f : row[j] / s;
+        } else {
+#pragma omp simd
+            for (ptrdiff_t j = 0; j < keep; j++) row[j] = row[j] * inv_sum;
+        }
+        for (ptrdiff_t j = keep; j < n; j++) row[j] = 0.0f;
+    }
+}
+
+/* dx = scale * p * (g - sum_j p g) per row of n (softmax's backward, no dropout mask) */
+void softmax_backward_f32(const float *restrict p, const float *restrict g,
+                          float *restrict dx, ptrdiff_t rows, ptrdiff_t n, float scale) {
+    for (ptrdiff_t r = 0; r < rows; r++) {
+        const float *pr = p + r * n, *gr = g + r * n;
+        float *o = dx + r * n;
+        float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+        for (ptrdiff_t j = 0; j < n; j++) s += pr[j] * gr[j];
+#pragma omp simd
+        for (ptrdiff_t j = 0; j < n; j++) o[j] = scale * (pr[j] * (gr[j] - s));
+    }
+}

@@ -1,0 +1,180 @@
+"""Fused float32 kernels from backend/kernels.c, called through ctypes; None means "use NumPy".
+
+The library is built with the package for the CPU that compiles it (setup.py). It is used
+only when it loaded, this CPU has every instruction set it was built for, and
+SHAPEFLOW_KERNELS is not "0". Each wrapper takes C-contiguous float32 arrays and returns
+None for anything else, so every caller keeps its NumPy path.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from importlib.util import find_spec
+
+import numpy as np
+
+_F32 = np.dtype(np.float32)
+_P, _N, _F, _I = ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_float, ctypes.c_int
+_SIGNATURES = {
+    "interp_times_f32": [_P] * 5 + [_N, _F, _F],
+    "layer_norm_f32": [_P] * 6 + [_N, _N, _F, _I],
+    "layer_norm_backward_f32": [_P] * 7 + [_N, _N],
+    "adam_f32": [_P] * 5 + [_N] + [_F] * 6,
+    "axpy_f32": [_P, _P, _N, _F],
+    "softmax_rows_f32": [_P, _N, _N, _F, _N, _I],
+    "softmax_backward_f32": [_P, _P, _P, _N, _N, _F],
+}
+_state: dict = {"lib": None, "loaded": False, "enabled": True}
+
+
+def _cpu_flags() -> set[str] | None:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith(("flags", "Features")):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return None
+
+
+def _load():
+    _state["loaded"] = True
+    if os.environ.get("SHAPEFLOW_KERNELS", "") == "0":
+        return None
+    spec = find_spec("shapeflow.backend._kernels")  # found, not imported: it is plain C
+    if spec is None or not spec.origin:
+        return None
+    try:
+        lib = ctypes.CDLL(spec.origin)
+    except OSError:
+        return None
+    # read as data (no code of the library runs): what the compiler was allowed to use
+    isa = ctypes.string_at(ctypes.addressof(ctypes.c_char.in_dll(lib, "shapeflow_isa")))
+    isa = set(isa.decode().split())
+    flags = _cpu_flags()
+    if flags is not None and not isa <= flags:
+        return None
+    for name, args in _SIGNATURES.items():
+        fn = getattr(lib, name)
+        fn.argtypes, fn.restype = args, None
+    _state["lib"] = lib
+    return lib
+
+
+def _lib():
+    if not _state["enabled"]:
+        return None
+    return _state["lib"] if _state["loaded"] else _load()
+
+
+def available() -> bool:
+    """Whether the compiled kernels are in use."""
+    return _lib() is not None
+
+
+def set_enabled(flag: bool) -> bool:
+    """Turn the compiled kernels on or off (tests compare both paths); returns the old flag."""
+    old = _state["enabled"]
+    _state["enabled"] = bool(flag)
+    return old
+
+
+def _ok(*arrays) -> bool:
+    return all(a.dtype == _F32 and a.flags.c_contiguous for a in arrays)
+
+
+def interp_times(x: np.ndarray, times: np.ndarray | None, values: np.ndarray, slopes: np.ndarray,
+                 steps: float, offset: float) -> np.ndarray | None:
+    """(values[k] + slopes[k] * frac) * times at every element (gelu_kernels' tables)."""
+    lib = _lib()
+    if lib is None or not _ok(x, values, slopes) or (times is not None and (
+            times.shape != x.shape or not _ok(times))):
+        return None
+    out = np.empty(x.shape, _F32)
+    lib.interp_times_f32(x.ctypes.data, None if times is None else times.ctypes.data,
+                         values.ctypes.data,
+                         slopes.ctypes.data, out.ctypes.data, x.size, steps, offset)
+    return out
+
+
+def layer_norm(x2: np.ndarray, w: np.ndarray | None, b: np.ndarray | None, eps: float,
+               rms: bool) -> tuple[np.ndarray, np.ndarray | None, np.ndarray] | None:
+    """(out, mean [rows, 1] or None for rms, rstd [rows, 1]) of rows x2 [rows, n]."""
+    lib = _lib()
+    if lib is None or x2.ndim != 2 or not _ok(x2, *(a for a in (w, b) if a is not None)):
+        return None
+    rows, n = x2.shape
+    if n == 0:
+        return None
+    out = np.empty((rows, n), _F32)
+    mean = None if rms else np.empty((rows, 1), _F32)
+    rstd = np.empty((rows, 1), _F32)
+    lib.layer_norm_f32(x2.ctypes.data, None if w is None else w.ctypes.data,
+                       None if b is None else b.ctypes.data, out.ctypes.data,
+                       None if mean is None else mean.ctypes.data, rstd.ctypes.data,
+                       rows, n, eps, int(rms))
+    return out, mean, rstd
+
+
+def layer_norm_backward(g2: np.ndarray, x2: np.ndarray, mean: np.ndarray | None,
+                        rstd: np.ndarray, w: np.ndarray | None, with_dw: bool
+                        ) -> tuple[np.ndarray, np.ndarray | None] | None:
+    """(dx [rows, n], dw [n] in float64 or None) of layer norm over rows."""
+    lib = _lib()
+    arrays = [a for a in (g2, x2, mean, rstd, w) if a is not None]
+    if lib is None or x2.ndim != 2 or g2.shape != x2.shape or not _ok(*arrays):
+        return None
+    rows, n = x2.shape
+    if n == 0 or rstd.size != rows or (mean is not None and mean.size != rows):
+        return None
+    dx = np.empty((rows, n), _F32)
+    dw = np.zeros(n, np.float64) if with_dw else None
+    lib.layer_norm_backward_f32(g2.ctypes.data, x2.ctypes.data,
+                                None if mean is None else mean.ctypes.data, rstd.ctypes.data,
+                                None if w is None else w.ctypes.data, dx.ctypes.data,
+                                None if dw is None else dw.ctypes.data, rows, n)
+    return dx, dw
+
+
+def adam(param: np.ndarray, grad: np.ndarray, m: np.ndarray, v: np.ndarray,
+         vmax: np.ndarray | None, scalars: tuple) -> bool:
+    """One Adam update in place (optim/adam.py's scalars); False where NumPy must do it."""
+    lib = _lib()
+    arrays = (param, grad, m, v) if vmax is None else (param, grad, m, v, vmax)
+    if lib is None or not _ok(*arrays) or any(a.shape != param.shape for a in arrays):
+        return False
+    lib.adam_f32(param.ctypes.data, grad.ctypes.data, m.ctypes.data, v.ctypes.data,
+                 None if vmax is None else vmax.ctypes.data, param.size, *scalars)
+    return True
+
+
+def axpy(y: np.ndarray, x: np.ndarray, alpha: float) -> bool:
+    """y += x * alpha in place; False where NumPy must do it."""
+    lib = _lib()
+    if lib is None or x.shape != y.shape or not _ok(y, x):
+        return False
+    lib.axpy_f32(y.ctypes.data, x.ctypes.data, y.size, alpha)
+    return True
+
+
+def softmax_rows(x2: np.ndarray, scale: float, causal_period: int, zero_empty: bool) -> bool:
+    """In place: rows of x2 <- softmax(x2 * scale), causal (j <= r % period) when period > 0."""
+    lib = _lib()
+    if lib is None or x2.ndim != 2 or x2.shape[1] == 0 or not _ok(x2):
+        return False
+    lib.softmax_rows_f32(x2.ctypes.data, x2.shape[0], x2.shape[1], scale, causal_period,
+                         int(zero_empty))
+    return True
+
+
+def softmax_backward(p2: np.ndarray, g2: np.ndarray, scale: float) -> np.ndarray | None:
+    """scale * p * (g - rowsum(p * g)) over rows of [rows, n] arrays."""
+    lib = _lib()
+    if lib is None or p2.ndim != 2 or g2.shape != p2.shape or not _ok(p2, g2):
+        return None
+    dx = np.empty(p2.shape, _F32)
+    lib.softmax_backward_f32(p2.ctypes.data, g2.ctypes.data, dx.ctypes.data, p2.shape[0],
+                             p2.shape[1], scale)
+    return dx
