@@ -205,3 +205,42 @@ def test_causal_kernel_ignores_scores_above_the_diagonal():
     assert kernels.softmax_rows(out, 1.0, 4, True)
     np.testing.assert_allclose(out, np.tril(np.ones((4, 4))) / np.arange(1, 5)[:, None],
                                rtol=1e-6)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+@pytest.mark.parametrize("ignore", [False, True])
+@pytest.mark.parametrize("spread", [1.0, 50.0])
+def test_cross_entropy_matches_numpy_path(reduction, ignore, spread, rng):
+    xa = (rng.standard_normal((37, 11)) * spread).astype(np.float32)
+    ta = rng.integers(0, 11, 37)
+    if ignore:
+        ta[::3] = -100
+
+    def run():
+        x = sf.tensor(xa, requires_grad=True)
+        loss = F.cross_entropy(x, sf.tensor(ta), reduction=reduction)
+        (loss * 3.0).backward()
+        return [loss.detach().numpy(), x.grad.numpy()]
+
+    fused, ref = both_paths(run)
+    for f, r in zip(fused, ref):
+        np.testing.assert_allclose(f, r, rtol=2e-5, atol=2e-6)
+
+
+def test_cross_entropy_kernel_leaves_errors_and_inf_to_numpy(rng):
+    xa = rng.standard_normal((4, 3)).astype(np.float32)
+    assert kernels.cross_entropy(xa, np.array([0, 1, 3, 2]), -100) is None  # out of range
+    with pytest.raises(sf.ShapeError, match="out of range"):
+        F.cross_entropy(sf.tensor(xa), sf.tensor(np.array([0, 1, 3, 2])))
+    xa[1, 2] = np.inf
+    assert kernels.cross_entropy(xa, np.array([0, 1, 2, 2]), -100) is None
+    fused, ref = both_paths(
+        lambda: F.cross_entropy(sf.tensor(xa), sf.tensor(np.array([0, 1, 2, 2]))).numpy())
+    np.testing.assert_array_equal(fused, ref)
+
+
+def test_cross_entropy_all_ignored_is_nan_as_torch(rng):
+    xa = rng.standard_normal((3, 4)).astype(np.float32)
+    t = sf.tensor(np.full(3, -100))
+    fused, ref = both_paths(lambda: F.cross_entropy(sf.tensor(xa), t).numpy())
+    assert np.isnan(fused) and np.isnan(ref)

@@ -270,3 +270,59 @@ void softmax_backward_f32(const float *restrict p, const float *restrict g,
         for (ptrdiff_t j = 0; j < n; j++) o[j] = scale * (pr[j] * (gr[j] - s));
     }
 }
+
+/* ---- cross-entropy with class-index targets, no weights, no smoothing ---------------
+ * Forward: lse[r] = logsumexp(x[r]); returns the sum over rows whose target is not
+ * `ignore` of lse[r] - x[r, t[r]] in *loss (float64) and their number in *count. Returns
+ * -1 when done, or the first row whose target is out of range or whose row max is not
+ * finite: the caller's NumPy path then raises (or handles inf/NaN) as it always has. */
+ptrdiff_t cross_entropy_f32(const float *restrict x, const int64_t *restrict t,
+                            float *restrict lse, ptrdiff_t rows, ptrdiff_t n, int64_t ignore,
+                            double *loss, ptrdiff_t *count) {
+    double total = 0.0;
+    ptrdiff_t valid = 0;
+    for (ptrdiff_t r = 0; r < rows; r++) {
+        const float *row = x + r * n;
+        int64_t target = t[r];
+        if (target != ignore && (target < 0 || target >= n)) return r;
+        float m = -INFINITY;
+#pragma omp simd reduction(max : m)
+        for (ptrdiff_t j = 0; j < n; j++) m = row[j] > m ? row[j] : m;
+        if (!(m > -INFINITY && m < INFINITY)) return r;
+        float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+        for (ptrdiff_t j = 0; j < n; j++) s += exp_nonpositive(row[j] - m);
+        float l = m + logf(s);
+        if (l != l) return r; /* a NaN the max skipped */
+        lse[r] = l;
+        if (target != ignore) {
+            total += (double)(l - row[target]);
+            valid++;
+        }
+    }
+    *loss = total;
+    *count = valid;
+    return -1;
+}
+
+/* Backward: dx[r] = (softmax(x[r]) - onehot(t[r])) * scale, 0 for ignored rows */
+void cross_entropy_backward_f32(const float *restrict x, const int64_t *restrict t,
+                                const float *restrict lse, float *restrict dx, ptrdiff_t rows,
+                                ptrdiff_t n, int64_t ignore, float scale) {
+    for (ptrdiff_t r = 0; r < rows; r++) {
+        const float *row = x + r * n;
+        float *o = dx + r * n;
+        int64_t target = t[r];
+        if (target == ignore) {
+            for (ptrdiff_t j = 0; j < n; j++) o[j] = 0.0f;
+            continue;
+        }
+        float l = lse[r];
+#pragma omp simd
+        for (ptrdiff_t j = 0; j < n; j++) {
+            float d = row[j] - l;
+            o[j] = exp_nonpositive(d > 0.0f ? 0.0f : d) * scale;
+        }
+        if (target >= 0 && target < n) o[target] -= scale; /* checked in forward */
+    }
+}

@@ -24,7 +24,10 @@ _SIGNATURES = {
     "axpy_f32": [_P, _P, _N, _F],
     "softmax_rows_f32": [_P, _N, _N, _F, _N, _I],
     "softmax_backward_f32": [_P, _P, _P, _N, _N, _F],
+    "cross_entropy_f32": [_P, _P, _P, _N, _N, ctypes.c_int64, _P, _P],
+    "cross_entropy_backward_f32": [_P, _P, _P, _P, _N, _N, ctypes.c_int64, _F],
 }
+_RESTYPES = {"cross_entropy_f32": _N}
 _state: dict = {"lib": None, "loaded": False, "enabled": True}
 
 
@@ -58,7 +61,7 @@ def _load():
         return None
     for name, args in _SIGNATURES.items():
         fn = getattr(lib, name)
-        fn.argtypes, fn.restype = args, None
+        fn.argtypes, fn.restype = args, _RESTYPES.get(name)
     _state["lib"] = lib
     return lib
 
@@ -177,4 +180,40 @@ def softmax_backward(p2: np.ndarray, g2: np.ndarray, scale: float) -> np.ndarray
     dx = np.empty(p2.shape, _F32)
     lib.softmax_backward_f32(p2.ctypes.data, g2.ctypes.data, dx.ctypes.data, p2.shape[0],
                              p2.shape[1], scale)
+    return dx
+
+
+_I64 = np.dtype(np.int64)
+
+
+def cross_entropy(x2: np.ndarray, t: np.ndarray, ignore_index: int
+                  ) -> tuple[float, int, np.ndarray] | None:
+    """(sum of per-row losses, rows not ignored, lse [rows]) for class-index targets.
+
+    None when not float32 [rows, C] with int64 targets, or when a target is out of range
+    or a row holds inf or NaN: the NumPy path raises or handles those."""
+    lib = _lib()
+    if (lib is None or x2.ndim != 2 or t.shape != x2.shape[:1] or t.dtype != _I64
+            or not t.flags.c_contiguous or not _ok(x2) or x2.shape[1] == 0):
+        return None
+    lse = np.empty(x2.shape[0], _F32)
+    loss, count = ctypes.c_double(), ctypes.c_ssize_t()
+    bad = lib.cross_entropy_f32(x2.ctypes.data, t.ctypes.data, lse.ctypes.data, x2.shape[0],
+                                x2.shape[1], ignore_index, ctypes.byref(loss),
+                                ctypes.byref(count))
+    return None if bad >= 0 else (loss.value, count.value, lse)
+
+
+def cross_entropy_backward(x2: np.ndarray, t: np.ndarray, lse: np.ndarray, ignore_index: int,
+                           scale: float) -> np.ndarray | None:
+    """(softmax(x) - onehot(t)) * scale per row, zero rows where t == ignore_index."""
+    lib = _lib()
+    if (lib is None or x2.ndim != 2 or t.shape != x2.shape[:1] or t.dtype != _I64
+            or not t.flags.c_contiguous or not _ok(x2, lse) or lse.size != x2.shape[0]
+            or x2.shape[1] == 0):
+        return None
+    dx = np.empty(x2.shape, _F32)
+    lib.cross_entropy_backward_f32(x2.ctypes.data, t.ctypes.data, lse.ctypes.data,
+                                   dx.ctypes.data, x2.shape[0], x2.shape[1], ignore_index,
+                                   scale)
     return dx

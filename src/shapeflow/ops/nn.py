@@ -1083,7 +1083,21 @@ class CrossEntropy(Op):
             kept += (Saved.input(2),)
         return kept + (Saved.new("lse", self.batch, _stat_dtype(x.dtype)),)
 
+    def _fused(self, x, t, w) -> bool:
+        """Whether the compiled kernels cover this call (the common classifier case)."""
+        return (w is None and not self.prob and not self.eps and x.ndim == 2
+                and self.reduction != "none")
+
     def forward(self, x, t, w=None):
+        if self._fused(x, t, w):
+            done = kernels.cross_entropy(x, t, self.ii)
+            if done is not None:  # one compiled pass over the logits
+                total, count, lse = done
+                if self.keep:
+                    self.lse = lse
+                if self.reduction == "mean":
+                    total = total / count if count else float("nan")
+                return np.asarray(total, x.dtype)
         cdt = _compute_np(_dt.from_numpy_dtype(x.dtype))
         x2 = _rows(x)
         if x2.dtype != cdt:
@@ -1193,6 +1207,13 @@ class CrossEntropyBackward(Op):
 
     def forward(self, x, t, lse, g, w=None):
         f, eps = self.f, self.f.eps
+        if f._fused(x, t, w) and g.size == 1:
+            scale = float(g.reshape(()))
+            if f.reduction == "mean":
+                scale /= max(1, int(np.count_nonzero(t != f.ii)))
+            dx = kernels.cross_entropy_backward(x, t, lse, f.ii, scale)
+            if dx is not None:
+                return dx
         cdt = lse.dtype
         x2 = _rows(x)
         R, C = x2.shape
