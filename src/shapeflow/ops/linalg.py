@@ -18,6 +18,7 @@ from .reduce import expand_to
 
 _A = Saved.input(0, LAYER_INPUT)
 _B = Saved.input(1, LAYER_INPUT)
+_DOT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 # what matmul keeps, by (a needs grad, b needs grad): each operand keeps the other
 _MATMUL_SAVED = {(True, True): (_B, _A), (True, False): (_B,), (False, True): (_A,),
                  (False, False): ()}
@@ -73,6 +74,8 @@ class Matmul(Op):
 
     def forward(self, a, b):
         if a.size * b.shape[-1] < gemm.MIN_MACS:  # small: straight to NumPy
+            if a.ndim == 2 and b.ndim == 2 and a.dtype in _DOT_DTYPES:
+                return a.dot(b)  # the same product; half the call cost of np.matmul
             return np.matmul(a, b)
         return gemm.matmul(a, b)
 
