@@ -248,3 +248,28 @@ def test_gradcheck_catches_a_wrong_backward():
     with pytest.raises(sf.GraphError):
         sf.autograd.gradcheck(lambda t: apply(BadSquare(), t), [x])
     assert sf.autograd.gradcheck(lambda t: t * t, [x])
+
+
+def test_views_of_one_tensor_add_their_grads_in_place_as_torch():
+    """split/narrow/select/getitem of a non-leaf: grads add into one buffer, as PyTorch's."""
+    import numpy as np
+    import torch
+
+    a = np.random.default_rng(3).standard_normal((4, 6)).astype(np.float32)
+    x, tx = sf.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    out = []
+    for t in (x, tx):
+        y = t * 1.5
+        p, q, r = y.split(2, dim=1)
+        loss = (p * 2).sum() + (q * q).sum() + r.sum() + y[1].sum() + y.narrow(0, 2, 2).sum()
+        loss = loss + (y * y).sum()  # a dense grad arriving before or after the slices
+        loss.backward()
+        out.append(t.grad.numpy())
+    np.testing.assert_allclose(out[0], out[1], rtol=1e-6)
+
+
+def test_slice_grads_on_meta_have_the_input_shape():
+    x = sf.empty(4, 6, device="meta", requires_grad=True)
+    p, q = (x * 2).split(3, dim=1)
+    (p.sum() + q.sum()).backward()
+    assert x.grad.shape == (4, 6) and x.grad.device.type == "meta"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..device import meta
 from ..errors import GraphError, ShapeError
 from ..shape import dims_equal, format_shape, shapes_equal
@@ -177,6 +179,15 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=(),
                         g = new
             if id(node) in capture_ids:
                 captured[capture_ids[id(node)]] = g
+            if node.slice_backward and not create_graph and node.created_at is None:
+                # a basic-index view (split, narrow, select): add g into its input's
+                # gradient in place instead of a zeros tensor per view and a sum of them
+                nxt = node.next[0][0]
+                if nxt is not None and not isinstance(nxt, Tensor):
+                    _add_slice(grads, owned, id(nxt), node, g)
+                    if not retain_graph:
+                        node.release()
+                    continue
             if node.created_at is None:
                 in_grads = node.backward(g)
             else:  # recorded under detect_anomaly()
@@ -214,6 +225,24 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=(),
             elif accumulate:
                 _accumulate_leaf(leaf, g, create_graph)
     return captured
+
+
+def _add_slice(grads: dict, owned: set, key: int, node, g: Tensor) -> None:
+    """grads[key] += g at node.key (zeros elsewhere), in place where the sum is ours."""
+    old = grads.get(key)
+    _, shape, dtype = node.next[0]
+    if old is not None and id(old) in owned:
+        buf = old
+    else:
+        data = None
+        if g.data is not None:
+            data = np.zeros(shape, dtype.np) if old is None else old.data.astype(
+                dtype.np, copy=True)
+        buf = Tensor._make(data, shape, dtype, g.device)
+        owned.add(id(buf))
+        grads[key] = buf
+    if buf.data is not None:
+        buf.data[node.key + (Ellipsis,)] += g.data
 
 
 def _accumulate_leaf(leaf: Tensor, g: Tensor, create_graph: bool) -> None:

@@ -67,6 +67,9 @@ class Op:
 
     name = "op"
     differentiable = True
+    # True for basic-index views: backward is g written into zeros of the input's shape at
+    # self.key, which the engine adds into the input's gradient in place instead
+    slice_backward = False
     next: tuple = ()
     _saved: list | None = None
     _entries: tuple = ()

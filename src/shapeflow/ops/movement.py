@@ -411,6 +411,7 @@ class Index(View):
     """x[key] for ints, slices (step > 0) and None: a view."""
 
     name = "getitem"
+    slice_backward = True
 
     def __init__(self, key, name: str = "getitem") -> None:
         self.key, self.name = key, name
