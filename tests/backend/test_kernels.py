@@ -244,3 +244,12 @@ def test_cross_entropy_all_ignored_is_nan_as_torch(rng):
     t = sf.tensor(np.full(3, -100))
     fused, ref = both_paths(lambda: F.cross_entropy(sf.tensor(xa), t).numpy())
     assert np.isnan(fused) and np.isnan(ref)
+
+
+def test_address_is_the_first_element_for_every_layout():
+    base = np.arange(60, dtype=np.float32).reshape(6, 10)
+    ro = base.copy()
+    ro.flags.writeable = False
+    for a in (base, base.T, base[1:, 2:], base[::2], ro, ro.T, np.empty(0, np.float32),
+              base[2:4]):
+        assert kernels.address(a) == a.ctypes.data

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .kernels import address
+
 # below this many multiply-adds the ctypes call (~1.5 us) costs more than MKL saves
 MIN_MACS = 1 << 15
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
@@ -100,6 +102,6 @@ def matmul(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None = None) -> np.n
     out = np.empty((m, n), dtype)
     if bias is not None:
         np.copyto(out, bias)
-    fn(_ROW_MAJOR, oa[0], ob[0], m, n, k, 1.0, a.ctypes.data, oa[1], b.ctypes.data, ob[1],
-       0.0 if bias is None else 1.0, out.ctypes.data, n)
+    fn(_ROW_MAJOR, oa[0], ob[0], m, n, k, 1.0, address(a), oa[1], address(b), ob[1],
+       0.0 if bias is None else 1.0, address(out), n)
     return out

@@ -31,6 +31,19 @@ _RESTYPES = {"cross_entropy_f32": _N}
 _state: dict = {"lib": None, "loaded": False, "enabled": True}
 
 
+def address(a: np.ndarray) -> int:
+    """The address of a's first element. ctypes.c_char.from_buffer takes ~0.26 us against
+    ~0.77 for `a.ctypes.data`; it needs a writable C-ordered buffer, else the slow way."""
+    try:
+        if a.flags.c_contiguous:
+            return ctypes.addressof(ctypes.c_char.from_buffer(a))
+        if a.flags.f_contiguous:
+            return ctypes.addressof(ctypes.c_char.from_buffer(a.T))
+    except (TypeError, ValueError):  # read-only, or empty
+        pass
+    return a.ctypes.data
+
+
 def _cpu_flags() -> set[str] | None:
     try:
         with open("/proc/cpuinfo") as f:
@@ -96,9 +109,8 @@ def interp_times(x: np.ndarray, times: np.ndarray | None, values: np.ndarray, sl
             times.shape != x.shape or not _ok(times))):
         return None
     out = np.empty(x.shape, _F32)
-    lib.interp_times_f32(x.ctypes.data, None if times is None else times.ctypes.data,
-                         values.ctypes.data,
-                         slopes.ctypes.data, out.ctypes.data, x.size, steps, offset)
+    lib.interp_times_f32(address(x), None if times is None else address(times),
+                         address(values), address(slopes), address(out), x.size, steps, offset)
     return out
 
 
@@ -114,9 +126,9 @@ def layer_norm(x2: np.ndarray, w: np.ndarray | None, b: np.ndarray | None, eps: 
     out = np.empty((rows, n), _F32)
     mean = None if rms else np.empty((rows, 1), _F32)
     rstd = np.empty((rows, 1), _F32)
-    lib.layer_norm_f32(x2.ctypes.data, None if w is None else w.ctypes.data,
-                       None if b is None else b.ctypes.data, out.ctypes.data,
-                       None if mean is None else mean.ctypes.data, rstd.ctypes.data,
+    lib.layer_norm_f32(address(x2), None if w is None else address(w),
+                       None if b is None else address(b), address(out),
+                       None if mean is None else address(mean), address(rstd),
                        rows, n, eps, int(rms))
     return out, mean, rstd
 
@@ -134,10 +146,10 @@ def layer_norm_backward(g2: np.ndarray, x2: np.ndarray, mean: np.ndarray | None,
         return None
     dx = np.empty((rows, n), _F32)
     dw = np.zeros(n, np.float64) if with_dw else None
-    lib.layer_norm_backward_f32(g2.ctypes.data, x2.ctypes.data,
-                                None if mean is None else mean.ctypes.data, rstd.ctypes.data,
-                                None if w is None else w.ctypes.data, dx.ctypes.data,
-                                None if dw is None else dw.ctypes.data, rows, n)
+    lib.layer_norm_backward_f32(address(g2), address(x2),
+                                None if mean is None else address(mean), address(rstd),
+                                None if w is None else address(w), address(dx),
+                                None if dw is None else address(dw), rows, n)
     return dx, dw
 
 
@@ -148,8 +160,8 @@ def adam(param: np.ndarray, grad: np.ndarray, m: np.ndarray, v: np.ndarray,
     arrays = (param, grad, m, v) if vmax is None else (param, grad, m, v, vmax)
     if lib is None or not _ok(*arrays) or any(a.shape != param.shape for a in arrays):
         return False
-    lib.adam_f32(param.ctypes.data, grad.ctypes.data, m.ctypes.data, v.ctypes.data,
-                 None if vmax is None else vmax.ctypes.data, param.size, *scalars)
+    lib.adam_f32(address(param), address(grad), address(m), address(v),
+                 None if vmax is None else address(vmax), param.size, *scalars)
     return True
 
 
@@ -158,7 +170,7 @@ def axpy(y: np.ndarray, x: np.ndarray, alpha: float) -> bool:
     lib = _lib()
     if lib is None or x.shape != y.shape or not _ok(y, x):
         return False
-    lib.axpy_f32(y.ctypes.data, x.ctypes.data, y.size, alpha)
+    lib.axpy_f32(address(y), address(x), y.size, alpha)
     return True
 
 
@@ -167,7 +179,7 @@ def softmax_rows(x2: np.ndarray, scale: float, causal_period: int, zero_empty: b
     lib = _lib()
     if lib is None or x2.ndim != 2 or x2.shape[1] == 0 or not _ok(x2):
         return False
-    lib.softmax_rows_f32(x2.ctypes.data, x2.shape[0], x2.shape[1], scale, causal_period,
+    lib.softmax_rows_f32(address(x2), x2.shape[0], x2.shape[1], scale, causal_period,
                          int(zero_empty))
     return True
 
@@ -178,7 +190,7 @@ def softmax_backward(p2: np.ndarray, g2: np.ndarray, scale: float) -> np.ndarray
     if lib is None or p2.ndim != 2 or g2.shape != p2.shape or not _ok(p2, g2):
         return None
     dx = np.empty(p2.shape, _F32)
-    lib.softmax_backward_f32(p2.ctypes.data, g2.ctypes.data, dx.ctypes.data, p2.shape[0],
+    lib.softmax_backward_f32(address(p2), address(g2), address(dx), p2.shape[0],
                              p2.shape[1], scale)
     return dx
 
@@ -198,7 +210,7 @@ def cross_entropy(x2: np.ndarray, t: np.ndarray, ignore_index: int
         return None
     lse = np.empty(x2.shape[0], _F32)
     loss, count = ctypes.c_double(), ctypes.c_ssize_t()
-    bad = lib.cross_entropy_f32(x2.ctypes.data, t.ctypes.data, lse.ctypes.data, x2.shape[0],
+    bad = lib.cross_entropy_f32(address(x2), address(t), address(lse), x2.shape[0],
                                 x2.shape[1], ignore_index, ctypes.byref(loss),
                                 ctypes.byref(count))
     return None if bad >= 0 else (loss.value, count.value, lse)
@@ -213,7 +225,7 @@ def cross_entropy_backward(x2: np.ndarray, t: np.ndarray, lse: np.ndarray, ignor
             or x2.shape[1] == 0):
         return None
     dx = np.empty(x2.shape, _F32)
-    lib.cross_entropy_backward_f32(x2.ctypes.data, t.ctypes.data, lse.ctypes.data,
-                                   dx.ctypes.data, x2.shape[0], x2.shape[1], ignore_index,
+    lib.cross_entropy_backward_f32(address(x2), address(t), address(lse),
+                                   address(dx), x2.shape[0], x2.shape[1], ignore_index,
                                    scale)
     return dx
