@@ -253,3 +253,10 @@ def test_address_is_the_first_element_for_every_layout():
     for a in (base, base.T, base[1:, 2:], base[::2], ro, ro.T, np.empty(0, np.float32),
               base[2:4]):
         assert kernels.address(a) == a.ctypes.data
+
+
+def test_a_library_missing_a_kernel_is_refused(monkeypatch):
+    """A stale build (an older kernels.c) falls back to NumPy instead of failing later."""
+    monkeypatch.setattr(kernels, "_state", {"lib": None, "loaded": False, "enabled": True})
+    monkeypatch.setitem(kernels._SIGNATURES, "no_such_kernel_f32", [])
+    assert kernels._load() is None

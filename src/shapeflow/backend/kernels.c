@@ -25,6 +25,12 @@ const char shapeflow_isa[] = ""
 #ifdef __FMA__
     " fma"
 #endif
+#ifdef __F16C__
+    " f16c"
+#endif
+#ifdef __BMI2__
+    " bmi2"
+#endif
 #ifdef __AVX512F__
     " avx512f"
 #endif

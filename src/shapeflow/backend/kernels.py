@@ -66,14 +66,16 @@ def _load():
         lib = ctypes.CDLL(spec.origin)
     except OSError:
         return None
-    # read as data (no code of the library runs): what the compiler was allowed to use
-    isa = ctypes.string_at(ctypes.addressof(ctypes.c_char.in_dll(lib, "shapeflow_isa")))
-    isa = set(isa.decode().split())
-    flags = _cpu_flags()
-    if flags is not None and not isa <= flags:
+    try:
+        # read as data (no code of the library runs): what the compiler was allowed to use
+        isa = ctypes.string_at(ctypes.addressof(ctypes.c_char.in_dll(lib, "shapeflow_isa")))
+        fns = [(getattr(lib, name), args, name) for name, args in _SIGNATURES.items()]
+    except (ValueError, AttributeError):  # a library from an older kernels.c: rebuild it
         return None
-    for name, args in _SIGNATURES.items():
-        fn = getattr(lib, name)
+    flags = _cpu_flags()
+    if flags is not None and not set(isa.decode().split()) <= flags:
+        return None
+    for fn, args, name in fns:
         fn.argtypes, fn.restype = args, _RESTYPES.get(name)
     _state["lib"] = lib
     return lib
