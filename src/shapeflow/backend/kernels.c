@@ -228,7 +228,7 @@ static inline float exp_nonpositive(float x) {
  * when zero_empty, NaN otherwise; a NaN anywhere in a row makes the row NaN. */
 void softmax_rows_f32(float *restrict x, ptrdiff_t rows, ptrdiff_t n, float scale,
                       ptrdiff_t period, int zero_empty) {
-    ptrdiff_t query = 0; /* r % period, counted: a 64-bit division per row costs ~25 ns */
+    ptrdiff_t query = 0; /* r % period, counted rather than divided */
     for (ptrdiff_t r = 0; r < rows; r++) {
         float *row = x + r * n;
         /* entries 0 .. keep-1 count; the loops run to a whole number of vectors past keep
