@@ -72,3 +72,16 @@ def test_numpy_only_when_asked(monkeypatch):
     assert gemm.backend() == "numpy"
     a = np.ones((64, 64), np.float32)
     np.testing.assert_array_equal(gemm.matmul(a, a), np.full((64, 64), 64, np.float32))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+@pytest.mark.parametrize("lb", ["C", "F"])
+def test_bias_is_added_once_to_every_row(dtype, lb, rng):
+    a = rng.standard_normal((64, 48)).astype(dtype)
+    b = rng.standard_normal((48, 40)).astype(dtype)
+    bias = rng.standard_normal(40).astype(dtype)
+    out = gemm.matmul(a, _layout(b, lb), bias)
+    tol = {np.float32: 1e-5, np.float64: 1e-12, np.float16: 2e-2}[dtype]
+    ref = a.astype(np.float64) @ b.astype(np.float64) + bias
+    np.testing.assert_allclose(out, ref, rtol=tol, atol=tol * 10)
+    assert out.dtype == dtype
