@@ -201,15 +201,17 @@ def apply(op: Op, *inputs: Tensor) -> Tensor:
 def record(op: Op, inputs, out: Tensor) -> None:
     """Make `op` the node that produced `out`: link its inputs and keep what it declared."""
     # where each input's gradient goes: its node, itself (a leaf that requires grad) or None
+    # ops that keep nothing inherit Op.saved: skip the call
+    saves = type(op).saved is not _NOTHING_SAVED
     if len(inputs) == 2:  # written out: this runs once per recorded op
         a, b = inputs
         op.next = ((a.grad_fn or (a if a.requires_grad else None), a.shape, a.dtype),
                    (b.grad_fn or (b if b.requires_grad else None), b.shape, b.dtype))
+        entries = op.saved(a, b, out=out) if saves else ()
     else:
         op.next = tuple([(t.grad_fn or (t if t.requires_grad else None), t.shape, t.dtype)
                          for t in inputs])
-    # ops that keep nothing inherit Op.saved: skip the call
-    entries = op.saved(*inputs, out=out) if type(op).saved is not _NOTHING_SAVED else ()
+        entries = op.saved(*inputs, out=out) if saves else ()
     if entries:
         op._entries = entries
         keep = []
