@@ -9,7 +9,7 @@ import numpy as np
 
 from ..backend import gemm
 from ..device import meta
-from ..dtypes import promote_types
+from ..dtypes import float32, float64, promote_types
 from ..errors import DTypeError, ShapeError
 from ..shape import broadcast_shapes, dims_equal, format_shape
 from ..tensor import Tensor, describe
@@ -18,7 +18,6 @@ from .reduce import expand_to
 
 _A = Saved.input(0, LAYER_INPUT)
 _B = Saved.input(1, LAYER_INPUT)
-_DOT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 # what matmul keeps, by (a needs grad, b needs grad): each operand keeps the other
 _MATMUL_SAVED = {(True, True): (_B, _A), (True, False): (_B,), (False, True): (_A,),
                  (False, False): ()}
@@ -54,15 +53,22 @@ class Matmul(Op):
     """a @ b for operands of 2 or more dims; batch dims broadcast."""
 
     name = "matmul"
+    dot = False  # set by infer
 
     def infer(self, a, b):
         sa, sb = a.shape, b.shape
         if len(sa) == 2 and len(sb) == 2:  # the common case, unpacked (no Shape indexing)
             (m, k), (k2, n) = sa, sb
-            if a.dtype is not b.dtype or not (k == k2 if type(k) is int and type(k2) is int
-                                              else dims_equal(k, k2)):
+            ints = type(k) is int and type(k2) is int
+            if a.dtype is not b.dtype or not (k == k2 if ints else dims_equal(k, k2)):
                 check_matmul(a, b)
+            # small float products: ndarray.dot (half np.matmul's call cost), decided here
+            # on ints rather than in forward on array attributes
+            dt = a.dtype
+            self.dot = (dt is float32 or dt is float64) and ints and type(m) is int and \
+                type(n) is int and m * k * n < gemm.MIN_MACS
             return (m, n), a.dtype
+        self.dot = False
         if a.dtype is not b.dtype or not dims_equal(sa[-1], sb[-2]):
             check_matmul(a, b)
         batch = broadcast_shapes(tuple(sa[:-2]), tuple(sb[:-2]), "matmul (batch dims)")
@@ -73,11 +79,7 @@ class Matmul(Op):
         return _MATMUL_SAVED[need]
 
     def forward(self, a, b):
-        if a.size * b.shape[-1] < gemm.MIN_MACS:  # small: straight to NumPy
-            if a.ndim == 2 and b.ndim == 2 and a.dtype in _DOT_DTYPES:
-                return a.dot(b)  # the same product; half the call cost of np.matmul
-            return np.matmul(a, b)
-        return gemm.matmul(a, b)
+        return a.dot(b) if self.dot else gemm.matmul(a, b)
 
     def backward(self, g):
         saved = list(self.saved_tensors)
