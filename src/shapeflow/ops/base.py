@@ -71,7 +71,7 @@ class Op:
     # self.key, which the engine adds into the input's gradient in place instead
     slice_backward = False
     next: tuple = ()
-    _saved: list | None = None
+    _saved: list | tuple | None = ()  # None once released (a second backward then raises)
     _entries: tuple = ()
     hooks: list | None = None
     created_at: str | None = None
@@ -227,8 +227,6 @@ def record(op: Op, inputs, out: Tensor) -> None:
                 arr = op.__dict__.pop(e.name)
                 keep.append(Tensor._make(arr, e.shape, e.dtype, out.device))
         op._saved = keep
-    else:
-        op._saved = ()
     if _anomaly.enabled:
         from ..inspect.trace import current_path
 
