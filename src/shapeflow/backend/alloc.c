@@ -150,10 +150,14 @@ static void free_all(void **victims, size_t n) {
 
 /* ---- the handler's functions ---------------------------------------------------------- */
 
-static void *sf_malloc(void *ctx, size_t size) {
-    (void)ctx;
+/* a block of `size` bytes, zeroed when `zero`: small ones from the system, large ones
+ * from the cache when it holds one of their size class */
+static void *allocate(size_t size, int zero) {
     if (size < min_cached_now()) {
-        return size > SIZE_MAX - HDR ? NULL : place_small(malloc(HDR + size), size);
+        if (size > SIZE_MAX - HDR) {
+            return NULL;
+        }
+        return place_small(zero ? calloc(1, HDR + size) : malloc(HDR + size), size);
     }
     size_t cap = round_class(size);
     if (cap == 0) {
@@ -162,9 +166,18 @@ static void *sf_malloc(void *ctx, size_t size) {
     void *ptr = take(cap);
     if (ptr != NULL) {
         hdr_of(ptr)->size = size;
+        if (zero) {
+            memset(ptr, 0, size);
+        }
         return ptr;
     }
-    return place_large(malloc(cap + LARGE_PAD), size, cap);
+    size_t total = cap + LARGE_PAD;
+    return place_large(zero ? calloc(1, total) : malloc(total), size, cap);
+}
+
+static void *sf_malloc(void *ctx, size_t size) {
+    (void)ctx;
+    return allocate(size, 0);
 }
 
 static void *sf_calloc(void *ctx, size_t nelem, size_t elsize) {
@@ -172,21 +185,7 @@ static void *sf_calloc(void *ctx, size_t nelem, size_t elsize) {
     if (elsize != 0 && nelem > SIZE_MAX / elsize) {
         return NULL;
     }
-    size_t size = nelem * elsize;
-    if (size < min_cached_now()) {
-        return size > SIZE_MAX - HDR ? NULL : place_small(calloc(1, HDR + size), size);
-    }
-    size_t cap = round_class(size);
-    if (cap == 0) {
-        return NULL;
-    }
-    void *ptr = take(cap);
-    if (ptr != NULL) {
-        hdr_of(ptr)->size = size;
-        memset(ptr, 0, size);
-        return ptr;
-    }
-    return place_large(calloc(1, cap + LARGE_PAD), size, cap);
+    return allocate(nelem * elsize, 1);
 }
 
 static void sf_free(void *ctx, void *ptr, size_t size) {
