@@ -11,3 +11,4 @@ def test_demo_reaches_95_percent_and_reloads(tmp_path, capsys):
     assert "the same" in out
     assert run_demo.last_accuracy >= 0.95
     assert (tmp_path / "vit.safetensors").exists()
+

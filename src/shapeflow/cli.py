@@ -46,8 +46,27 @@ def _summary(args) -> int:
     return 0
 
 
+def _version() -> str:
+    from . import __version__
+    from .backend import buffers, gemm, kernels
+
+    return (f"shapeflow {__version__} (gemm: {gemm.backend()}, compiled kernels: "
+            f"{'on' if kernels.available() else 'off'}, buffer cache: "
+            f"{'on' if buffers.enabled() else 'off'})")
+
+
+class _Version(argparse.Action):
+    """--version, looked up only when asked (it loads the native libraries)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(_version())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="shapeflow", description=__doc__)
+    p.add_argument("--version", action=_Version, nargs=0,
+                   help="the version and which native parts of the cpu backend are in use")
     sub = p.add_subparsers(dest="command", required=True)
 
     d = sub.add_parser("demo", help="shape chain, train a ViT on digits, memory, checkpoint")
