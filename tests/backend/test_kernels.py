@@ -238,6 +238,16 @@ def test_cross_entropy_kernel_leaves_errors_and_inf_to_numpy(rng):
         lambda: F.cross_entropy(sf.tensor(xa), sf.tensor(np.array([0, 1, 2, 2]))).numpy())
     np.testing.assert_array_equal(fused, ref)
 
+    def grad():  # backward after a NumPy forward: the NaN row stays NaN
+        x = sf.tensor(xa, requires_grad=True)
+        with np.errstate(invalid="ignore"):
+            F.cross_entropy(x, sf.tensor(np.array([0, 1, 2, 2]))).backward()
+        return x.grad.numpy()
+
+    fused, ref = both_paths(grad)
+    np.testing.assert_array_equal(fused, ref)
+    assert np.isnan(fused[1, 2])
+
 
 def test_cross_entropy_all_ignored_is_nan_as_torch(rng):
     xa = rng.standard_normal((3, 4)).astype(np.float32)

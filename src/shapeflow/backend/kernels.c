@@ -321,10 +321,14 @@ ptrdiff_t cross_entropy_f32(const float *restrict x, const int64_t *restrict t,
     return -1;
 }
 
-/* Backward: dx[r] = (softmax(x[r]) - onehot(t[r])) * scale, 0 for ignored rows */
-void cross_entropy_backward_f32(const float *restrict x, const int64_t *restrict t,
-                                const float *restrict lse, float *restrict dx, ptrdiff_t rows,
-                                ptrdiff_t n, int64_t ignore, float scale) {
+/* Backward: dx[r] = (softmax(x[r]) - onehot(t[r])) * scale, 0 for ignored rows. Returns -1,
+ * or the first row whose lse is not finite (a forward that NumPy ran on a row with inf or
+ * NaN): the caller's NumPy path then gives its NaN, which the exp here would flush to 0. */
+ptrdiff_t cross_entropy_backward_f32(const float *restrict x, const int64_t *restrict t,
+                                     const float *restrict lse, float *restrict dx,
+                                     ptrdiff_t rows, ptrdiff_t n, int64_t ignore, float scale) {
+    for (ptrdiff_t r = 0; r < rows; r++)
+        if (!(lse[r] > -INFINITY && lse[r] < INFINITY) && t[r] != ignore) return r;
     for (ptrdiff_t r = 0; r < rows; r++) {
         const float *row = x + r * n;
         float *o = dx + r * n;
@@ -341,4 +345,5 @@ void cross_entropy_backward_f32(const float *restrict x, const int64_t *restrict
         }
         if (target >= 0 && target < n) o[target] -= scale; /* checked in forward */
     }
+    return -1;
 }

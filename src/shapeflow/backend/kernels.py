@@ -27,7 +27,7 @@ _SIGNATURES = {
     "cross_entropy_f32": [_P, _P, _P, _N, _N, ctypes.c_int64, _P, _P],
     "cross_entropy_backward_f32": [_P, _P, _P, _P, _N, _N, ctypes.c_int64, _F],
 }
-_RESTYPES = {"cross_entropy_f32": _N}
+_RESTYPES = {"cross_entropy_f32": _N, "cross_entropy_backward_f32": _N}
 _state: dict = {"lib": None, "loaded": False, "enabled": True}
 
 
@@ -220,14 +220,14 @@ def cross_entropy(x2: np.ndarray, t: np.ndarray, ignore_index: int
 
 def cross_entropy_backward(x2: np.ndarray, t: np.ndarray, lse: np.ndarray, ignore_index: int,
                            scale: float) -> np.ndarray | None:
-    """(softmax(x) - onehot(t)) * scale per row, zero rows where t == ignore_index."""
+    """(softmax(x) - onehot(t)) * scale per row, zero rows where t == ignore_index; None
+    where a row's lse is not finite (NumPy's path gives the NaN there)."""
     lib = _lib()
     if (lib is None or x2.ndim != 2 or t.shape != x2.shape[:1] or t.dtype != _I64
             or not t.flags.c_contiguous or not _ok(x2, lse) or lse.size != x2.shape[0]
             or x2.shape[1] == 0):
         return None
     dx = np.empty(x2.shape, _F32)
-    lib.cross_entropy_backward_f32(address(x2), address(t), address(lse),
-                                   address(dx), x2.shape[0], x2.shape[1], ignore_index,
-                                   scale)
-    return dx
+    bad = lib.cross_entropy_backward_f32(address(x2), address(t), address(lse), address(dx),
+                                         x2.shape[0], x2.shape[1], ignore_index, scale)
+    return None if bad >= 0 else dx
