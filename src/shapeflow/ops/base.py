@@ -200,9 +200,8 @@ def apply(op: Op, *inputs: Tensor) -> Tensor:
 
 def record(op: Op, inputs, out: Tensor) -> None:
     """Make `op` the node that produced `out`: link its inputs and keep what it declared."""
+    saves = type(op).saved is not _NOTHING_SAVED  # ops that keep nothing skip the call
     # where each input's gradient goes: its node, itself (a leaf that requires grad) or None
-    # ops that keep nothing inherit Op.saved: skip the call
-    saves = type(op).saved is not _NOTHING_SAVED
     if len(inputs) == 2:  # written out: this runs once per recorded op
         a, b = inputs
         op.next = ((a.grad_fn or (a if a.requires_grad else None), a.shape, a.dtype),

@@ -8,6 +8,8 @@ pairwise summation, whose error grows as log n instead of n.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 _MAX_LEN = {np.dtype(np.float32): 1 << 13, np.dtype(np.float64): 1 << 20}
@@ -61,16 +63,12 @@ def sum_over(x: np.ndarray, axes: tuple, keepdims: bool) -> np.ndarray | None:
         return None
     shape = x.shape
     if axes == tuple(range(k)):
-        rows = 1
-        for s in shape[:k]:
-            rows *= s
+        rows = math.prod(shape[:k])
         out = col_sums(x.reshape(rows, x.size // rows))
         kept = shape[k:]
         full = (1,) * k + kept
     elif axes == tuple(range(nd - k, nd)):
-        cols = 1
-        for s in shape[nd - k:]:
-            cols *= s
+        cols = math.prod(shape[nd - k:])
         out = row_sums(x.reshape(x.size // cols, cols))
         kept = shape[: nd - k]
         full = kept + (1,) * k

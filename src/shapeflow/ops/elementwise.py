@@ -246,14 +246,22 @@ class Relu(Op):
         return (g * (out > 0),)
 
 
-class ReluBackward(Op):
-    """g * (out > 0) as one op (not differentiable itself; grad of grad uses the product)."""
+class _GradKernel(Op):
+    """A fused backward `forward(g, x)`: the gradient of x, with x's shape and dtype.
 
-    name = "relu_backward"
+    Not differentiable itself: with create_graph the op's backward takes its composite path.
+    """
+
     differentiable = False
 
-    def infer(self, g, out):
-        return out.shape, out.dtype
+    def infer(self, g, x):
+        return x.shape, x.dtype
+
+
+class ReluBackward(_GradKernel):
+    """g * (out > 0) as one op."""
+
+    name = "relu_backward"
 
     def forward(self, g, out):
         return np.multiply(g, out > 0)
@@ -335,14 +343,10 @@ class Gelu(Unary):
         return (g * apply(GeluGrad(self.approximate), x),)
 
 
-class GeluBackward(Op):
-    """g * d gelu / dx for float32 in one blockwise pass (not differentiable itself)."""
+class GeluBackward(_GradKernel):
+    """g * d gelu / dx for float32 in one blockwise pass."""
 
     name = "gelu_backward"
-    differentiable = False
-
-    def infer(self, g, x):
-        return x.shape, x.dtype
 
     def forward(self, g, x):
         return gelu_kernels.blockwise(x, "gelu_grad", times=g)

@@ -70,10 +70,9 @@ def blockwise(x: np.ndarray, name: str, times: np.ndarray | None = None) -> np.n
     whole-array expressions allocate; see the memory report's peak).
     """
     table = _table(name)
-    if x.dtype == np.float32 and (times is None or times.dtype == np.float32):
-        out = kernels.interp_times(x, times, *table, float(STEPS), float(_OFFSET))
-        if out is not None:  # the same steps in one compiled pass, bit for bit
-            return out
+    out = kernels.interp_times(x, times, *table, float(STEPS), float(_OFFSET))
+    if out is not None:  # float32: the same steps in one compiled pass, bit for bit
+        return out
     flat = x.reshape(-1)
     factor = None if times is None else times.reshape(-1)
     n = flat.size

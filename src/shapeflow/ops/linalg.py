@@ -59,15 +59,15 @@ class Matmul(Op):
         sa, sb = a.shape, b.shape
         if len(sa) == 2 and len(sb) == 2:  # the common case, unpacked (no Shape indexing)
             (m, k), (k2, n) = sa, sb
+            dt = a.dtype
             ints = type(k) is int and type(k2) is int
-            if a.dtype is not b.dtype or not (k == k2 if ints else dims_equal(k, k2)):
+            if dt is not b.dtype or not (k == k2 if ints else dims_equal(k, k2)):
                 check_matmul(a, b)
             # small float products: ndarray.dot (half np.matmul's call cost), decided here
             # on ints rather than in forward on array attributes
-            dt = a.dtype
             self.dot = (dt is float32 or dt is float64) and ints and type(m) is int and \
                 type(n) is int and m * k * n < gemm.MIN_MACS
-            return (m, n), a.dtype
+            return (m, n), dt
         self.dot = False
         if a.dtype is not b.dtype or not dims_equal(sa[-1], sb[-2]):
             check_matmul(a, b)
