@@ -6,7 +6,10 @@ import functools
 
 
 class _State:
-    enabled = True
+    def __init__(self) -> None:
+        # an instance attribute, not a class one: read on every op, and CPython's
+        # attribute cache specializes instance reads
+        self.enabled = True
 
 
 state = _State()

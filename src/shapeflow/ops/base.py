@@ -248,8 +248,10 @@ observers: list = []
 class _Anomaly:
     """Set by `sf.detect_anomaly()`: nodes remember the user line that created them."""
 
-    enabled = False
-    in_backward = False
+    def __init__(self) -> None:
+        # instance attributes: read on every op (see grad_mode._State)
+        self.enabled = False
+        self.in_backward = False
 
     @staticmethod
     def user_frame() -> str | None:

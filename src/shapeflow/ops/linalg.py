@@ -8,7 +8,7 @@ import string
 import numpy as np
 
 from ..backend import gemm
-from ..device import meta
+from ..device import cpu, meta
 from ..dtypes import float32, float64, promote_types
 from ..errors import DTypeError, ShapeError
 from ..shape import broadcast_shapes, dims_equal, format_shape
@@ -60,31 +60,33 @@ class Matmul(Op):
         if len(sa) == 2 and len(sb) == 2:  # the common case, unpacked (no Shape indexing)
             (m, k), (k2, n) = sa, sb
             dt = a.dtype
-            ints = type(k) is int and type(k2) is int
-            if dt is not b.dtype or not (k == k2 if ints else dims_equal(k, k2)):
+            if a.device is cpu:  # concrete sizes: plain int arithmetic
+                if k != k2 or dt is not b.dtype:
+                    check_matmul(a, b)
+                # small float products: ndarray.dot (half np.matmul's call cost), decided
+                # here on ints rather than in forward on array attributes
+                self.dot = m * k * n < gemm.MIN_MACS and (dt is float32 or dt is float64)
+                return (m, n), dt
+            if dt is not b.dtype or not dims_equal(k, k2):
                 check_matmul(a, b)
-            # small float products: ndarray.dot (half np.matmul's call cost), decided here
-            # on ints rather than in forward on array attributes
-            self.dot = (dt is float32 or dt is float64) and ints and type(m) is int and \
-                type(n) is int and m * k * n < gemm.MIN_MACS
             return (m, n), dt
-        self.dot = False
         if a.dtype is not b.dtype or not dims_equal(sa[-1], sb[-2]):
             check_matmul(a, b)
         batch = broadcast_shapes(tuple(sa[:-2]), tuple(sb[:-2]), "matmul (batch dims)")
         return tuple(batch) + (sa[-2], sb[-1]), a.dtype
 
     def saved(self, a, b, out):
-        self.need = need = (a.requires_grad, b.requires_grad)
-        return _MATMUL_SAVED[need]
+        return _MATMUL_SAVED[a.requires_grad, b.requires_grad]
 
     def forward(self, a, b):
         return a.dot(b) if self.dot else gemm.matmul(a, b)
 
     def backward(self, g):
         saved = list(self.saved_tensors)
-        b = saved.pop(0) if self.need[0] else None
-        a = saved.pop(0) if self.need[1] else None
+        # which operands get a gradient is which inputs have somewhere to send one
+        (a_to, _, _), (b_to, _, _) = self.next
+        b = saved.pop(0) if a_to is not None else None
+        a = saved.pop(0) if b_to is not None else None
         # the engine sums over batch dims an operand was broadcast along
         return (g @ b.mT if b is not None else None, a.mT @ g if a is not None else None)
 
