@@ -14,6 +14,8 @@ from .dtypes import DType
 from .errors import DeviceError, DTypeError, GraphError
 from .shape import Shape, format_shape
 
+_new = object.__new__  # bound once: Tensor._make runs for every op
+
 
 class Tensor:
     """An n-dimensional array with a dtype, a device and (optionally) a gradient."""
@@ -33,7 +35,7 @@ class Tensor:
     @classmethod
     def _make(cls, data, shape, dtype: DType, device: Device) -> Tensor:
         """Wrap an array (or None on meta) without checks: the ops' fast path."""
-        t = object.__new__(cls)
+        t = _new(cls)
         t.data = data
         t.shape = shape if type(shape) is Shape else Shape(shape)
         t.dtype = dtype

@@ -62,6 +62,12 @@ X0_ACT = Saved.input(0, ACTIVATION_INPUT)
 OUT_ACT = Saved.output(ACTIVATION_INPUT)
 
 
+# What record does with an op class's saved(): values of `_recording[cls]` (None: the op
+# is not differentiable and records nothing)
+_SAVES_NOTHING, _SAVES_POSITIONAL, _SAVES_KEYWORD = 0, 1, 2
+_recording: dict[type, int | None] = {}
+
+
 class Op:
     """Base of every primitive. Subclasses set `name` and write the four parts."""
 
@@ -75,6 +81,20 @@ class Op:
     _entries: tuple = ()
     hooks: list | None = None
     created_at: str | None = None
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        # How record treats this class, decided once: apply reads it by type from a dict,
+        # which CPython 3.11 does faster than two class attributes through the instance.
+        if not cls.differentiable:
+            how = None
+        elif cls.saved is Op.saved:
+            how = _SAVES_NOTHING  # no call at all
+        elif cls.saved.__code__.co_kwonlyargcount:
+            how = _SAVES_KEYWORD  # saved(self, *inputs, out): out by keyword
+        else:
+            how = _SAVES_POSITIONAL
+        _recording[cls] = how
 
     def infer(self, *inputs):
         """(shape, dtype) of the output from the inputs' shapes and dtypes; raises on misfit."""
@@ -141,6 +161,11 @@ def _unpack(node: Op, item, entry: Saved) -> Tensor:
     return tensor
 
 
+# Hot-path names bound once: CPython 3.11 does not specialize attribute reads on classes
+_make = Tensor._make
+_ndarray = np.ndarray
+
+
 class _OutputRef:
     """What a node keeps of its own output: data and version counter, not the Tensor."""
 
@@ -179,38 +204,44 @@ def apply(op: Op, *inputs: Tensor) -> Tensor:
         shape, dtype = op.infer(*inputs)
         data = op.forward(*[t.data for t in inputs]) if device is cpu else None
     if device is cpu:
-        if type(data) is not np.ndarray:
+        if type(data) is not _ndarray:
             data = np.asarray(data)  # NumPy returns scalars for 0-d results
         if _anomaly.enabled:
             from ..inspect.anomaly import check_forward
 
             check_forward(op, inputs, data)
-    out = Tensor._make(data, shape, dtype, device)
+    out = _make(data, shape, dtype, device)
     if grad:
         if not _grad_mode.enabled:
             out._origin = "no_grad"
             breaks.note("no_grad", op.name)
-        elif op.differentiable:
-            record(op, inputs, out)
         else:
-            out._origin = "int"
-            breaks.note("no gradient", op.name)
+            how = _recording[type(op)]
+            if how is None:
+                out._origin = "int"
+                breaks.note("no gradient", op.name)
+            else:
+                record(op, inputs, out, how)
     return out
 
 
-def record(op: Op, inputs, out: Tensor) -> None:
+def record(op: Op, inputs, out: Tensor, how: int | None = None) -> None:
     """Make `op` the node that produced `out`: link its inputs and keep what it declared."""
-    saves = type(op).saved is not _NOTHING_SAVED  # ops that keep nothing skip the call
+    if how is None:
+        how = _recording[type(op)]
     # where each input's gradient goes: its node, itself (a leaf that requires grad) or None
     if len(inputs) == 2:  # written out: this runs once per recorded op
         a, b = inputs
         op.next = ((a.grad_fn or (a if a.requires_grad else None), a.shape, a.dtype),
                    (b.grad_fn or (b if b.requires_grad else None), b.shape, b.dtype))
-        entries = op.saved(a, b, out=out) if saves else ()
+        if how == _SAVES_POSITIONAL:  # a call without keywords is the cheaper one
+            entries = op.saved(a, b, out)
+        else:
+            entries = op.saved(a, b, out=out) if how else ()
     else:
         op.next = tuple([(t.grad_fn or (t if t.requires_grad else None), t.shape, t.dtype)
                          for t in inputs])
-        entries = op.saved(*inputs, out=out) if saves else ()
+        entries = op.saved(*inputs, out=out) if how else ()
     if entries:
         op._entries = entries
         keep = []
@@ -237,8 +268,6 @@ def record(op: Op, inputs, out: Tensor) -> None:
     out.grad_fn = op
     out.requires_grad = True
 
-
-_NOTHING_SAVED = Op.saved
 
 
 # Callbacks observer(node, inputs, out) run for every recorded node (summaries, memory).

@@ -418,7 +418,6 @@ class Cast(Op):
 
     def __init__(self, dtype: DType) -> None:
         self.dtype = dtype
-        self.differentiable = dtype.is_floating_point
 
     def infer(self, x):
         return x.shape, self.dtype
@@ -428,6 +427,12 @@ class Cast(Op):
 
     def backward(self, g):
         return (g,)  # the engine casts the gradient back to the input's dtype
+
+
+class CastToInt(Cast):
+    """A cast to an integer or bool dtype: no gradient flows through it."""
+
+    differentiable = False
 
 
 # ---- binary -----------------------------------------------------------------------------
@@ -1166,7 +1171,8 @@ def trunc(x: Tensor) -> Tensor:
 
 
 def cast(x: Tensor, dtype) -> Tensor:
-    return apply(Cast(_dt.get_dtype(dtype)), x)
+    dt = _dt.get_dtype(dtype)
+    return apply((Cast if dt.is_floating_point else CastToInt)(dt), x)
 
 
 def to_device(x: Tensor, device: Device) -> Tensor:

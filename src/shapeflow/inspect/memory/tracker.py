@@ -143,11 +143,13 @@ class LiveTracker:
             return t
 
         Tensor._make = classmethod(tracked_make)
+        base._make = Tensor._make  # apply's own binding of it
         base.observers.append(self._recorded)
         return self
 
     def __exit__(self, *exc) -> None:
         Tensor._make = self._original
+        base._make = Tensor._make
         base.observers.remove(self._recorded)
         self._resolve()
 
