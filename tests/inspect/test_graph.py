@@ -218,7 +218,7 @@ def _recorded_nodes(root):
             continue
         seen.add(id(n))
         out.append(n)
-        stack += [m for m, _, _ in n.next if hasattr(m, "next")]
+        stack += [m for m in n.next[0::3] if hasattr(m, "next")]
     return out
 
 

@@ -60,7 +60,7 @@ def held_by_graph(loss, params) -> int:
             if id(o) not in skip and id(o) not in seen:
                 seen.add(id(o))
                 total += o.nbytes
-        stack += [n for n, _, _ in node.next]
+        stack += list(node.next[0::3])
     return total
 
 

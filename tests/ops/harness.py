@@ -31,7 +31,7 @@ def graph_nodes(out: sf.Tensor):
             continue
         seen.add(id(n))
         nodes.append(n)
-        stack.extend(nxt for nxt, _, _ in n.next if nxt is not None and
+        stack.extend(nxt for nxt in n.next[0::3] if nxt is not None and
                      not isinstance(nxt, sf.Tensor))
     return nodes
 

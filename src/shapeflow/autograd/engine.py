@@ -87,13 +87,13 @@ def _topo_order(root_nodes):
         if id(root) in seen:
             continue
         seen.add(id(root))
-        stack = [(root, iter(root.next))]
+        stack = [(root, iter(root.next[0::3]))]
         while stack:
             node, children = stack[-1]
-            for nxt, _, _ in children:
+            for nxt in children:
                 if nxt is not None and not isinstance(nxt, Tensor) and id(nxt) not in seen:
                     seen.add(id(nxt))
-                    stack.append((nxt, iter(nxt.next)))
+                    stack.append((nxt, iter(nxt.next[0::3])))
                     break
             else:
                 stack.pop()
@@ -182,7 +182,7 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=(),
             if node.slice_backward and not create_graph and node.created_at is None:
                 # a basic-index view (split, narrow, select): add g into its input's
                 # gradient in place instead of a zeros tensor per view and a sum of them
-                nxt = node.next[0][0]
+                nxt = node.next[0]
                 if nxt is not None and not isinstance(nxt, Tensor):
                     _add_slice(grads, owned, id(nxt), node, g)
                     if not retain_graph:
@@ -196,12 +196,15 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=(),
                 in_grads = checked_backward(node, g)
             if not retain_graph:
                 node.release()
-            if len(in_grads) != len(node.next):
+            edges = node.next  # (to, shape, dtype) per input, flattened
+            if 3 * len(in_grads) != len(edges):
                 raise GraphError(f"backward of {node.name} returned {len(in_grads)} gradients "
-                                 f"for {len(node.next)} inputs", op=node.name)
-            for ig, (nxt, shape, dtype) in zip(in_grads, node.next):
+                                 f"for {len(edges) // 3} inputs", op=node.name)
+            for i, ig in enumerate(in_grads):
+                nxt = edges[3 * i]
                 if nxt is None or ig is None:
                     continue
+                shape, dtype = edges[3 * i + 1], edges[3 * i + 2]
                 if not shapes_equal(ig.shape, shape):
                     ig = _sum_to(ig, shape, node)
                 if ig.dtype is not dtype:
@@ -230,7 +233,7 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=(),
 def _add_slice(grads: dict, owned: set, key: int, node, g: Tensor) -> None:
     """grads[key] += g at node.key (zeros elsewhere), in place where the sum is ours."""
     old = grads.get(key)
-    _, shape, dtype = node.next[0]
+    shape, dtype = node.next[1], node.next[2]
     if old is not None and id(old) in owned:
         buf = old
     else:

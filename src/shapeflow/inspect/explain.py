@@ -26,7 +26,7 @@ def reached_leaves(root: Tensor) -> set[int]:
         if id(node) in seen:
             continue
         seen.add(id(node))
-        for nxt, _, _ in node.next:
+        for nxt in node.next[0::3]:
             if nxt is None:
                 continue
             if isinstance(nxt, Tensor):

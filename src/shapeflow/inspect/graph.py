@@ -552,13 +552,10 @@ def trace_call(fn, *inputs, record_all: bool = True, **kwargs) -> Trace:
 def _saved_of(op) -> list:
     """What a recorded op holds for backward, as SavedTensor entries."""
     out = []
-    if op._saved is None:
-        return out  # freed by a backward
-    for item, e in zip(op._saved, op._entries):
+    for e, t in base.held(op):  # nothing once freed by a backward
         if e.source == base.NEW:
-            t, what = item, e.name
+            what = e.name
         else:
-            t = item[0]
             what = "output" if e.source == base.OUTPUT else f"input {e.index}"
         out.append(SavedTensor(what, tuple(t.shape), t.dtype, e.kind, base.storage_nbytes(t),
                                id(t._version)))
@@ -730,7 +727,7 @@ def from_roots(roots, params=None) -> Graph:
             continue
         seen.add(id(op))
         stack.append((op, True))
-        for m, _, _ in reversed(op.next):
+        for m in reversed(op.next[0::3]):
             if isinstance(m, base.Op) and id(m) not in seen:
                 stack.append((m, False))
     nodes: list[Node] = []
@@ -746,7 +743,7 @@ def from_roots(roots, params=None) -> Graph:
 
     for op in ops:
         srcs = []
-        for m, shape, dtype in op.next:
+        for m, shape, dtype in base.edges(op):
             if isinstance(m, base.Op):
                 srcs.append((ids[id(m)], True))
             elif isinstance(m, Tensor):
@@ -762,7 +759,7 @@ def from_roots(roots, params=None) -> Graph:
         n = new("op", op.name, None, None, op=op, detail=_detail(op))
         n.saved = _saved_of(op)
         ids[id(op)] = n.id
-        for i, ((s, rg), (_, shape, dtype)) in enumerate(zip(srcs, op.next)):
+        for i, ((s, rg), (_, shape, dtype)) in enumerate(zip(srcs, base.edges(op))):
             edges.append(Edge(s, n.id, tuple(shape), dtype, i, requires_grad=rg, key=s))
     for i, r in enumerate(roots):
         name = "output" if len(roots) == 1 else f"output{i}"

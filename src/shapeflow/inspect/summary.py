@@ -124,8 +124,7 @@ def summary(model, *inputs, **kwargs) -> Summary:
         state = trace.current_state()
         if state is None or not state.open_rows:
             return
-        for item, entry in zip(node._saved, node._entries):
-            t = item if entry.source == base.NEW else item[0]
+        for _, t in base.held(node):
             key = id(t._version)
             if key in params or key in seen:
                 continue  # a parameter, or a buffer already counted

@@ -2,7 +2,9 @@
 
 An instance of an Op is one application of it, and, when recorded, one node of
 the graph: `next` points at the nodes (or leaf tensors) its inputs came from,
-`_saved` holds exactly what `saved` declared.
+`_saved` holds exactly what `saved` declared. Both are flat tuples/lists (three and two
+slots per item), because recording runs once per op and each small tuple costs; read them
+through `edges(node)` and `held(node)` outside the engine.
 """
 
 from __future__ import annotations
@@ -76,8 +78,13 @@ class Op:
     # True for basic-index views: backward is g written into zeros of the input's shape at
     # self.key, which the engine adds into the input's gradient in place instead
     slice_backward = False
+    # per input, flattened: where its gradient goes (its node, the leaf tensor itself, or
+    # None), its shape and its dtype: (to_0, shape_0, dtype_0, to_1, ...)
     next: tuple = ()
-    _saved: list | tuple | None = ()  # None once released (a second backward then raises)
+    # per saved entry, flattened: what is kept (a Tensor, or an _OutputRef for the output)
+    # and its version then (None for a new intermediate); None once released (a second
+    # backward then raises)
+    _saved: list | tuple | None = ()
     _entries: tuple = ()
     hooks: list | None = None
     created_at: str | None = None
@@ -123,7 +130,9 @@ class Op:
                 hint="call backward(retain_graph=True) the first time if you need to call "
                 "it again, or recompute the forward",
             )
-        return tuple(_unpack(self, item, entry) for item, entry in zip(self._saved, self._entries))
+        saved = self._saved
+        return tuple([_unpack(self, saved[2 * i], saved[2 * i + 1], entry)
+                      for i, entry in enumerate(self._entries)])
 
     def release(self) -> None:
         """Free what backward kept (after a backward without retain_graph)."""
@@ -134,10 +143,9 @@ class Op:
         return f"<{self.name} node>"
 
 
-def _unpack(node: Op, item, entry: Saved) -> Tensor:
-    if entry.source == NEW:
-        return item
-    tensor, version = item
+def _unpack(node: Op, tensor, version: int | None, entry: Saved) -> Tensor:
+    if version is None:  # a new intermediate: nothing else can change it
+        return tensor
     if tensor._version[0] != version:
         what = "output" if entry.source == OUTPUT else f"input {entry.index}"
         changed_by = tensor._version[1]
@@ -232,15 +240,17 @@ def record(op: Op, inputs, out: Tensor, how: int | None = None) -> None:
     # where each input's gradient goes: its node, itself (a leaf that requires grad) or None
     if len(inputs) == 2:  # written out: this runs once per recorded op
         a, b = inputs
-        op.next = ((a.grad_fn or (a if a.requires_grad else None), a.shape, a.dtype),
-                   (b.grad_fn or (b if b.requires_grad else None), b.shape, b.dtype))
+        op.next = (a.grad_fn or (a if a.requires_grad else None), a.shape, a.dtype,
+                   b.grad_fn or (b if b.requires_grad else None), b.shape, b.dtype)
         if how == _SAVES_POSITIONAL:  # a call without keywords is the cheaper one
             entries = op.saved(a, b, out)
         else:
             entries = op.saved(a, b, out=out) if how else ()
     else:
-        op.next = tuple([(t.grad_fn or (t if t.requires_grad else None), t.shape, t.dtype)
-                         for t in inputs])
+        edges = []
+        for t in inputs:
+            edges += (t.grad_fn or (t if t.requires_grad else None), t.shape, t.dtype)
+        op.next = tuple(edges)
         entries = op.saved(*inputs, out=out) if how else ()
     if entries:
         op._entries = entries
@@ -248,14 +258,15 @@ def record(op: Op, inputs, out: Tensor, how: int | None = None) -> None:
         for e in entries:
             if e.source == INPUT:
                 t = inputs[e.index]
-                keep.append((t, t._version[0]))
+                keep.append(t)
+                keep.append(t._version[0])
             elif e.source == OUTPUT:
-                keep.append((_OutputRef(out), out._version[0]))
-            elif out.device is meta:
-                keep.append(Tensor._make(None, e.shape, e.dtype, meta))
+                keep.append(_OutputRef(out))
+                keep.append(out._version[0])
             else:
-                arr = op.__dict__.pop(e.name)
-                keep.append(Tensor._make(arr, e.shape, e.dtype, out.device))
+                data = None if out.device is meta else op.__dict__.pop(e.name)
+                keep.append(Tensor._make(data, e.shape, e.dtype, out.device))
+                keep.append(None)
         op._saved = keep
     if _anomaly.enabled:
         from ..inspect.trace import current_path
@@ -306,13 +317,21 @@ def device_mismatch(op: str, inputs) -> DeviceError:
     )
 
 
+def edges(node: Op) -> list:
+    """Per input of a recorded node: (its node, leaf tensor or None; shape; dtype)."""
+    nxt = node.next
+    return [nxt[i:i + 3] for i in range(0, len(nxt), 3)]
+
+
+def held(node: Op) -> list:
+    """Per saved entry of a recorded node: (the Saved entry, the Tensor or _OutputRef kept);
+    empty once a backward released them."""
+    return list(zip(node._entries, node._saved[0::2])) if node._saved else []
+
+
 def saved_arrays(node: Op) -> list:
     """The arrays a recorded node keeps alive for backward (for memory checks)."""
-    out = []
-    for item, entry in zip(node._saved or (), node._entries):
-        t = item if entry.source == NEW else item[0]
-        out.append(t.data)
-    return out
+    return [t.data for _, t in held(node)]
 
 
 def storage_nbytes(t):

@@ -84,7 +84,7 @@ class Matmul(Op):
     def backward(self, g):
         saved = list(self.saved_tensors)
         # which operands get a gradient is which inputs have somewhere to send one
-        (a_to, _, _), (b_to, _, _) = self.next
+        a_to, b_to = self.next[0], self.next[3]
         b = saved.pop(0) if a_to is not None else None
         a = saved.pop(0) if b_to is not None else None
         # the engine sums over batch dims an operand was broadcast along

@@ -1525,7 +1525,7 @@ class BCEWithLogits(Op):
         pw = saved[-1] if self.has_pw else None
         gw_ = g * w if w is not None else g
         grads = [None] * len(saved)
-        nxt = [n is not None for n, _, _ in self.next]
+        nxt = [n is not None for n in self.next[0::3]]
         s = x.sigmoid()
         if pw is not None:
             lw = (pw - 1.0) * y + 1.0
@@ -1691,7 +1691,7 @@ class Attention(Op):
         p = saved[-3] if self.p > 0 else saved[-1]
         scale = self.scale if self.scale is not None else q.shape[-1] ** -0.5
         ks = 1.0 / (1.0 - self.p) if self.p < 1 else 0.0
-        need = [n is not None for n, _, _ in self.next]
+        need = [n is not None for n in self.next[0::3]]
         create = _create_graph()
         g = _dense(g)
         if create:

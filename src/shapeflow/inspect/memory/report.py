@@ -278,8 +278,7 @@ def _collect(records, param_keys, sharded, model):
             if p not in rows:
                 rows[p] = ModuleRow(p, kinds.get(p, "?"), stack.index(p) + 1)
                 row_seen[p] = set()
-        for item, entry in zip(node._saved or (), node._entries):
-            t = item if entry.source == base.NEW else item[0]
+        for entry, t in base.held(node):
             key = id(t._version)
             if key in param_keys:
                 continue  # a parameter: inference keeps it too

@@ -124,12 +124,12 @@ class LiveTracker:
 
     def _recorded(self, node, inputs, out) -> None:
         """A node saving its own output keeps that storage through a reference of its own."""
-        for item, entry in zip(node._saved or (), node._entries):
+        for entry, ref in base.held(node):
             if entry.source == base.OUTPUT:
                 self._resolve()
-                storage = self.storages.get(id(item[0]._version))
+                storage = self.storages.get(id(ref._version))
                 if storage is not None:
-                    self._hold(item[0], storage)
+                    self._hold(ref, storage)
 
     # ---- activation --------------------------------------------------------------------
     def __enter__(self) -> LiveTracker:
