@@ -273,3 +273,54 @@ def test_slice_grads_on_meta_have_the_input_shape():
     p, q = (x * 2).split(3, dim=1)
     (p.sum() + q.sum()).backward()
     assert x.grad.shape == (4, 6) and x.grad.device.type == "meta"
+
+
+def _weighted_product_op(convention: str):
+    """x * w as a user-defined op, with saved() written in the given calling convention."""
+    from shapeflow.ops.base import X0, X1, Op
+
+    class Product(Op):
+        name = "product"
+
+        def infer(self, x, w):
+            return x.shape, x.dtype
+
+        def forward(self, x, w):
+            return x * w
+
+        def backward(self, g):
+            x, w = self.saved_tensors
+            return g * w, g * x
+
+    if convention == "positional":
+        Product.saved = lambda self, x, w, out: (X0, X1)
+    elif convention == "keyword":
+        def saved(self, *inputs, out):
+            assert out.shape == inputs[0].shape
+            return (X0, X1)
+        Product.saved = saved
+    return Product
+
+
+@pytest.mark.parametrize("convention", ["positional", "keyword"])
+def test_user_ops_record_in_either_saved_convention(convention):
+    from shapeflow.ops.base import apply, held
+
+    op_class = _weighted_product_op(convention)  # saved() set after the class was made
+    x = sf.tensor([1.0, 2.0], requires_grad=True)
+    w = sf.tensor([3.0, 5.0], requires_grad=True)
+    out = apply(op_class(), x, w)
+    assert [e.index for e, _ in held(out.grad_fn)] == [0, 1]
+    out.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [3.0, 5.0])
+    np.testing.assert_allclose(w.grad.numpy(), [1.0, 2.0])
+
+
+def test_casts_to_integers_end_the_graph_and_float_casts_carry_it():
+    x = sf.tensor([1.5, 2.5], requires_grad=True)
+    as_int = x.to(sf.int64)
+    assert not as_int.requires_grad and as_int.grad_fn is None
+    as_double = x.to(sf.float64)
+    assert as_double.requires_grad
+    as_double.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [1.0, 1.0])

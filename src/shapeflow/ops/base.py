@@ -64,10 +64,30 @@ X0_ACT = Saved.input(0, ACTIVATION_INPUT)
 OUT_ACT = Saved.output(ACTIVATION_INPUT)
 
 
-# What record does with an op class's saved(): values of `_recording[cls]` (None: the op
-# is not differentiable and records nothing)
+# How record treats an op class: what it does with saved(), or None where the op is not
+# differentiable. apply reads it by type: CPython 3.11 does that faster than it reads two
+# class attributes through the instance (differentiable, and whether saved() is overridden).
 _SAVES_NOTHING, _SAVES_POSITIONAL, _SAVES_KEYWORD = 0, 1, 2
 _recording: dict[type, int | None] = {}
+
+
+def how_to_record(cls: type) -> int | None:
+    """How record treats an op class, worked out on the class's first use."""
+    try:
+        return _recording[cls]
+    except KeyError:
+        pass
+    if not cls.differentiable:
+        how = None
+    elif cls.saved is Op.saved:
+        how = _SAVES_NOTHING  # no call at all
+    elif getattr(cls.saved, "__code__", None) is not None and \
+            not cls.saved.__code__.co_kwonlyargcount:
+        how = _SAVES_POSITIONAL  # saved(self, a, b, out): no keywords, the cheaper call
+    else:
+        how = _SAVES_KEYWORD  # saved(self, *inputs, out)
+    _recording[cls] = how
+    return how
 
 
 class Op:
@@ -88,20 +108,6 @@ class Op:
     _entries: tuple = ()
     hooks: list | None = None
     created_at: str | None = None
-
-    def __init_subclass__(cls, **kwargs) -> None:
-        super().__init_subclass__(**kwargs)
-        # How record treats this class, decided once: apply reads it by type from a dict,
-        # which CPython 3.11 does faster than two class attributes through the instance.
-        if not cls.differentiable:
-            how = None
-        elif cls.saved is Op.saved:
-            how = _SAVES_NOTHING  # no call at all
-        elif cls.saved.__code__.co_kwonlyargcount:
-            how = _SAVES_KEYWORD  # saved(self, *inputs, out): out by keyword
-        else:
-            how = _SAVES_POSITIONAL
-        _recording[cls] = how
 
     def infer(self, *inputs):
         """(shape, dtype) of the output from the inputs' shapes and dtypes; raises on misfit."""
@@ -224,7 +230,10 @@ def apply(op: Op, *inputs: Tensor) -> Tensor:
             out._origin = "no_grad"
             breaks.note("no_grad", op.name)
         else:
-            how = _recording[type(op)]
+            try:  # (free in CPython 3.11 unless it raises)
+                how = _recording[type(op)]
+            except KeyError:
+                how = how_to_record(type(op))
             if how is None:
                 out._origin = "int"
                 breaks.note("no gradient", op.name)
@@ -236,7 +245,7 @@ def apply(op: Op, *inputs: Tensor) -> Tensor:
 def record(op: Op, inputs, out: Tensor, how: int | None = None) -> None:
     """Make `op` the node that produced `out`: link its inputs and keep what it declared."""
     if how is None:
-        how = _recording[type(op)]
+        how = how_to_record(type(op))
     # where each input's gradient goes: its node, itself (a leaf that requires grad) or None
     if len(inputs) == 2:  # written out: this runs once per recorded op
         a, b = inputs
