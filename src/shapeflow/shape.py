@@ -29,6 +29,22 @@ class Shape(tuple):
         return Shape(out) if type(item) is slice else out
 
 
+# Concrete shapes seen, one Shape object each: making a tuple subclass costs ~1,000
+# instructions in CPython 3.11, a dict lookup a quarter of that, and ops make one per call.
+_known: dict[tuple, Shape] = {}
+_KNOWN_MAX = 4096  # forgotten all at once past this (a model uses a few hundred)
+
+
+def known_shape(sizes: Iterable) -> Shape:
+    """A Shape of these sizes; the same object every time for all-int sizes."""
+    shape = Shape(sizes)
+    if all(type(s) is int for s in shape):
+        if len(_known) >= _KNOWN_MAX:
+            _known.clear()
+        shape = _known.setdefault(shape, shape)
+    return shape
+
+
 def format_shape(shape: Iterable) -> str:
     """`[B, L, 512]`: sizes as people write them."""
     return "[" + ", ".join(str(s) for s in shape) + "]"

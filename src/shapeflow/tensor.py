@@ -11,8 +11,9 @@ import numpy as np
 from . import dtypes as _dt
 from .device import Device, cpu, get_device, meta
 from .dtypes import DType
-from .errors import DeviceError, DTypeError, GraphError
-from .shape import Shape, format_shape
+from .errors import DeviceError, DTypeError, GraphError, ShapeflowError
+from .shape import Shape, format_shape, known_shape
+from .shape import _known as _known_shapes
 
 _new = object.__new__  # bound once: Tensor._make runs for every op
 
@@ -37,7 +38,12 @@ class Tensor:
         """Wrap an array (or None on meta) without checks: the ops' fast path."""
         t = _new(cls)
         t.data = data
-        t.shape = shape if type(shape) is Shape else Shape(shape)
+        if type(shape) is not Shape:
+            try:
+                shape = _known_shapes[shape]
+            except (KeyError, TypeError, ShapeflowError):  # new, a list, or symbolic
+                shape = known_shape(shape)
+        t.shape = shape
         t.dtype = dtype
         t.device = device
         t.requires_grad = False
