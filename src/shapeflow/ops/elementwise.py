@@ -488,14 +488,19 @@ class Mul(Binary):
 
     def saved(self, a, b, out):
         # each input's gradient needs only the other input
-        self.need = (a.requires_grad, b.requires_grad)
-        return ((X1,) if a.requires_grad else ()) + ((X0,) if b.requires_grad else ())
+        if a.requires_grad:
+            return _KEEP_X1_X0 if b.requires_grad else _KEEP_X1
+        return _KEEP_X0 if b.requires_grad else ()
 
     def backward(self, g):
         saved = list(self.saved_tensors)
-        b = saved.pop(0) if self.need[0] else None
-        a = saved.pop(0) if self.need[1] else None
+        # which inputs get a gradient is which have somewhere to send one
+        b = saved.pop(0) if self.next[0] is not None else None
+        a = saved.pop(0) if self.next[3] is not None else None
         return (g * b if b is not None else None, g * a if a is not None else None)
+
+
+_KEEP_X1_X0, _KEEP_X1, _KEEP_X0 = (X1, X0), (X1,), (X0,)
 
 
 class Div(Binary):

@@ -18,9 +18,8 @@ from .reduce import expand_to
 
 _A = Saved.input(0, LAYER_INPUT)
 _B = Saved.input(1, LAYER_INPUT)
-# what matmul keeps, by (a needs grad, b needs grad): each operand keeps the other
-_MATMUL_SAVED = {(True, True): (_B, _A), (True, False): (_B,), (False, True): (_A,),
-                 (False, False): ()}
+# what matmul keeps: each operand's gradient needs the other operand
+_KEEP_B_A, _KEEP_B, _KEEP_A = (_B, _A), (_B,), (_A,)
 
 
 def check_matmul(a, b, op: str = "matmul") -> None:
@@ -76,7 +75,9 @@ class Matmul(Op):
         return tuple(batch) + (sa[-2], sb[-1]), a.dtype
 
     def saved(self, a, b, out):
-        return _MATMUL_SAVED[a.requires_grad, b.requires_grad]
+        if a.requires_grad:
+            return _KEEP_B_A if b.requires_grad else _KEEP_B
+        return _KEEP_A if b.requires_grad else ()
 
     def forward(self, a, b):
         return a.dot(b) if self.dot else gemm.matmul(a, b)

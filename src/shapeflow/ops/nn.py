@@ -29,6 +29,7 @@ from .base import (
     NORM_STATS,
     OUT_ACT,
     X0_ACT,
+    X1,
     Op,
     Saved,
     apply,
@@ -38,6 +39,7 @@ from .elementwise import where
 
 _CHUNK = 1 << 16  # elements per block of rows (256 KiB of float32: stays in L2)
 _LAYER_X = Saved.input(0, LAYER_INPUT)
+_KEEP_X_W, _KEEP_X, _KEEP_W = (_LAYER_X, X1), (_LAYER_X,), (X1,)  # what linear keeps
 
 
 # ---- helpers ----------------------------------------------------------------------------
@@ -220,8 +222,10 @@ class Linear(Op):
         return tuple(xs[:-1]) + (ws[0],), dt
 
     def saved(self, x, w, *b, out):
-        return ((_LAYER_X,) if w.requires_grad else ()) + \
-            ((Saved.input(1),) if x.requires_grad else ())
+        # w's gradient needs x, x's needs w
+        if w.requires_grad:
+            return _KEEP_X_W if x.requires_grad else _KEEP_X
+        return _KEEP_W if x.requires_grad else ()
 
     def forward(self, x, w, b=None):
         if x.ndim == 2:
