@@ -289,7 +289,6 @@ def record(op: Op, inputs, out: Tensor, how: int | None = None) -> None:
     out.requires_grad = True
 
 
-
 # Callbacks observer(node, inputs, out) run for every recorded node (summaries, memory).
 observers: list = []
 
