@@ -4,6 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP_RUN := $(VENV)/.stamp-run
 STAMP_TEST := $(VENV)/.stamp-test
+STAMP_BENCH := $(VENV)/.stamp-bench
 
 .PHONY: demo test bench lint clean
 
@@ -28,7 +29,14 @@ demo: $(STAMP_RUN)
 test: $(STAMP_TEST)
 	$(BIN)/python -m pytest -n 2 tests
 
-bench: $(STAMP_TEST)
+$(STAMP_BENCH): $(STAMP_TEST)
+	@command -v clang >/dev/null 2>&1 || (command -v apt-get >/dev/null 2>&1 && \
+		(apt-get update -qq && apt-get install -y -qq clang >/dev/null) || \
+		echo "clang not installed: the benchmark's tinygrad column will be empty")
+	$(BIN)/pip install --quiet -e '.[test,bench]'
+	touch $@
+
+bench: $(STAMP_BENCH)
 	$(BIN)/python benchmarks/run.py $(ARGS)
 
 lint: $(STAMP_TEST)

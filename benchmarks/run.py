@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT))  # the PyTorch twins the model tests check against
 import torch  # noqa: E402
 
 import shapeflow as sf  # noqa: E402
+from benchmarks import numpy_mlp, tinygrad_mlp  # noqa: E402
 from shapeflow.backend import buffers, gemm, kernels  # noqa: E402
 from shapeflow.models import GPT, MLP, ViT  # noqa: E402
 from shapeflow.nn import functional as F  # noqa: E402
@@ -115,10 +116,20 @@ def mlp_step():
     rng = np.random.default_rng(0)
     xa, ya = rng.random((128, 784), np.float32), rng.integers(0, 10, 128)
     x, y, tx, ty = sf.tensor(xa), sf.tensor(ya), torch.tensor(xa), torch.tensor(ya)
-    return _steps(model, twin, lambda p: sf.optim.SGD(p, lr=0.01),
-                  lambda p: torch.optim.SGD(p, lr=0.01),
-                  lambda m: F.cross_entropy(m(x), y),
-                  lambda m: torch.nn.functional.cross_entropy(m(tx), ty))
+    fns = _steps(model, twin, lambda p: sf.optim.SGD(p, lr=0.01),
+                 lambda p: torch.optim.SGD(p, lr=0.01),
+                 lambda m: F.cross_entropy(m(x), y),
+                 lambda m: torch.nn.functional.cross_entropy(m(tx), ty))
+    weights = [p.detach().numpy().copy() for p in model.parameters()]
+    fns["numpy"] = numpy_mlp.make_step([w.copy() for w in weights], xa, ya, lr=0.01)
+    tiny, why = tinygrad_mlp.make_step(weights, xa, ya, lr=0.01)
+    if tiny is not None:
+        fns["tinygrad"] = tiny
+    NOTES["tinygrad"] = why or "ran (its CPU device, TinyJit, its own threading defaults)"
+    return fns
+
+
+NOTES: dict[str, str] = {}  # what the header says of optional comparisons
 
 
 MLP_FLOPS = 6 * 128 * (784 * 256 + 256 * 256 + 256 * 10)  # forward 2, backward 4 per MAC
@@ -224,22 +235,26 @@ def main(argv=None) -> int:
           f"{os.cpu_count()} cores, {time.strftime('%Y-%m-%d')}; shapeflow's gemm: "
           f"{native['blas']}, compiled kernels: {'on' if native['kernels'] else 'off'}, "
           f"buffer cache: {'on' if native['buffer_cache'] else 'off'}")
-    print(f"{'workload':16} {'shapeflow':>12} {'torch':>12} {'numpy':>12} {'ratio':>7} "
-          f"{'target':>7}  spread sf/torch")
+    print(f"tinygrad (MLP step only): {NOTES.get('tinygrad', 'not run')}")
+    print(f"{'workload':16} {'shapeflow':>12} {'torch':>12} {'numpy':>12} {'tinygrad':>12} "
+          f"{'ratio':>7} {'target':>7}  spread sf/torch")
     results = {"date": time.strftime("%Y-%m-%d"), "machine": platform.platform(),
                "cpus": os.cpu_count(), "torch": torch.__version__, "native": native,
+               "tinygrad": NOTES.get("tinygrad"),
                "workloads": {}}
     failed = []
     for name, r in rows.items():
         s, t = r["shapeflow"]["median_s"], r["torch"]["median_s"]
         n = r.get("numpy", {}).get("median_s")
+        tg = r.get("tinygrad", {}).get("median_s")
         ratio = s / t
         target = TARGETS.get(name)
         mark = "" if target is None else ("ok" if ratio <= target else "MISS")
         if mark == "MISS":
             failed.append(name)
         print(f"{name:16} {_fmt(s):>12} {_fmt(t):>12} {_fmt(n) if n else '':>12} "
-              f"{ratio:7.2f} {'<=' + str(target) if target else '':>7}  "
+              f"{_fmt(tg) if tg else '':>12} {ratio:7.2f} "
+              f"{'<=' + str(target) if target else '':>7}  "
               f"{r['shapeflow']['spread']:.0%}/{r['torch']['spread']:.0%} {mark}")
         results["workloads"][name] = {**r, "ratio": ratio, "target": target}
     share = mlp_rate / flops
