@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))  # the PyTorch twins the model tests check against
 import torch  # noqa: E402
 
 import shapeflow as sf  # noqa: E402
-from benchmarks import numpy_mlp, tinygrad_mlp  # noqa: E402
+from benchmarks import numpy_gpt, numpy_mlp, tinygrad_mlp  # noqa: E402
 from shapeflow.backend import buffers, gemm, kernels  # noqa: E402
 from shapeflow.models import GPT, MLP, ViT  # noqa: E402
 from shapeflow.nn import functional as F  # noqa: E402
@@ -159,9 +159,12 @@ def gpt_step(n_layer: int, n_embd: int):
     rng = np.random.default_rng(0)
     ia, ta = rng.integers(0, 65, (16, 64)), rng.integers(0, 65, (16, 64))
     idx, tgt, tidx, ttgt = sf.tensor(ia), sf.tensor(ta), torch.tensor(ia), torch.tensor(ta)
-    return _steps(model, twin, lambda p: sf.optim.AdamW(p, lr=1e-3),
-                  lambda p: torch.optim.AdamW(p, lr=1e-3, foreach=False),
-                  lambda m: m(idx, tgt)[1], lambda m: twin(tidx, ttgt)[1])
+    floor = numpy_gpt.make_step(twin, ia, ta, lr=1e-3)  # before any step changes the weights
+    fns = _steps(model, twin, lambda p: sf.optim.AdamW(p, lr=1e-3),
+                 lambda p: torch.optim.AdamW(p, lr=1e-3, foreach=False),
+                 lambda m: m(idx, tgt)[1], lambda m: twin(tidx, ttgt)[1])
+    fns["numpy"] = floor
+    return fns
 
 
 def sgemm_flops(quick: bool) -> float:

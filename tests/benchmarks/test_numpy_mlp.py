@@ -2,7 +2,6 @@
 
 import numpy as np
 import torch
-
 from benchmarks.numpy_mlp import loss_and_grads, make_step
 
 
