@@ -140,6 +140,10 @@ class Op:
         return tuple([_unpack(self, saved[2 * i], saved[2 * i + 1], entry)
                       for i, entry in enumerate(self._entries)])
 
+    def needs_grad(self, i: int) -> bool:
+        """Whether input i of this recorded node gets a gradient (has somewhere to send it)."""
+        return self.next[3 * i] is not None
+
     def release(self) -> None:
         """Free what backward kept (after a backward without retain_graph)."""
         if self._saved is not None:

@@ -160,7 +160,6 @@ class Conv2d(Op):
                                  f"out_channels = {O} entries", op=op,
                                  operands=ops + [("bias", describe(b[0]))])
         oh, ow = spec.out_hw(H, W, kh, kw)
-        self.need = (x.requires_grad, w.requires_grad)
         self.x_shape, self.w_shape = tuple(x.shape), tuple(w.shape)
         return (N, O, oh, ow), x.dtype
 
@@ -172,8 +171,8 @@ class Conv2d(Op):
 
     def backward(self, g):
         saved = list(self.saved_tensors)
-        x = saved.pop(0) if self.need[1] else None
-        w = saved.pop(0) if self.need[0] else None
+        x = saved.pop(0) if self.needs_grad(1) else None
+        w = saved.pop(0) if self.needs_grad(0) else None
         gx = apply(Conv2dInputBackward(self.spec, self.x_shape), g, w) if w is not None \
             else None
         gw = apply(Conv2dWeightBackward(self.spec, self.w_shape), x, g) if x is not None \
@@ -205,7 +204,6 @@ class Conv2dInputBackward(Op):
         self.spec, self.x_shape = spec, tuple(x_shape)
 
     def infer(self, g, w):
-        self.need = (g.requires_grad, w.requires_grad)
         self.w_shape = tuple(w.shape)
         return self.x_shape, g.dtype
 
@@ -222,8 +220,8 @@ class Conv2dInputBackward(Op):
 
     def backward(self, gg):
         saved = list(self.saved_tensors)
-        g = saved.pop(0) if self.need[1] else None
-        w = saved.pop(0) if self.need[0] else None
+        g = saved.pop(0) if self.needs_grad(1) else None
+        w = saved.pop(0) if self.needs_grad(0) else None
         d_g = apply(Conv2d(self.spec, False), gg, w) if w is not None else None
         d_w = apply(Conv2dWeightBackward(self.spec, self.w_shape), gg, g) \
             if g is not None else None
@@ -239,7 +237,6 @@ class Conv2dWeightBackward(Op):
         self.spec, self.w_shape = spec, tuple(w_shape)
 
     def infer(self, x, g):
-        self.need = (x.requires_grad, g.requires_grad)
         self.x_shape = tuple(x.shape)
         return self.w_shape, g.dtype
 
@@ -257,8 +254,8 @@ class Conv2dWeightBackward(Op):
 
     def backward(self, gw):
         saved = list(self.saved_tensors)
-        x = saved.pop(0) if self.need[1] else None
-        g = saved.pop(0) if self.need[0] else None
+        x = saved.pop(0) if self.needs_grad(1) else None
+        g = saved.pop(0) if self.needs_grad(0) else None
         d_x = apply(Conv2dInputBackward(self.spec, self.x_shape), g, gw) if g is not None \
             else None
         d_g = apply(Conv2d(self.spec, False), x, gw) if x is not None else None

@@ -494,9 +494,8 @@ class Mul(Binary):
 
     def backward(self, g):
         saved = list(self.saved_tensors)
-        # which inputs get a gradient is which have somewhere to send one
-        b = saved.pop(0) if self.next[0] is not None else None
-        a = saved.pop(0) if self.next[3] is not None else None
+        b = saved.pop(0) if self.needs_grad(0) else None
+        a = saved.pop(0) if self.needs_grad(1) else None
         return (g * b if b is not None else None, g * a if a is not None else None)
 
 

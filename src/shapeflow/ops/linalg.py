@@ -84,10 +84,8 @@ class Matmul(Op):
 
     def backward(self, g):
         saved = list(self.saved_tensors)
-        # which operands get a gradient is which inputs have somewhere to send one
-        a_to, b_to = self.next[0], self.next[3]
-        b = saved.pop(0) if a_to is not None else None
-        a = saved.pop(0) if b_to is not None else None
+        b = saved.pop(0) if self.needs_grad(0) else None
+        a = saved.pop(0) if self.needs_grad(1) else None
         # the engine sums over batch dims an operand was broadcast along
         return (g @ b.mT if b is not None else None, a.mT @ g if a is not None else None)
 
@@ -296,7 +294,7 @@ class Einsum(Op):
         return sizes
 
     def saved(self, *xs, out):
-        need = self.need = [x.requires_grad for x in xs]
+        need = [x.requires_grad for x in xs]
         # operand j's gradient needs every other operand
         self.keep_idx = [j for j in range(len(xs))
                          if builtins.any(need[i] for i in range(len(xs)) if i != j)]
@@ -329,7 +327,7 @@ class Einsum(Op):
         n = len(self.specs)
         grads = []
         for i, spec in enumerate(self.specs):
-            if not self.need[i]:
+            if not self.needs_grad(i):
                 grads.append(None)
                 continue
             others = [(self.specs[j], saved[j]) for j in range(n) if j != i]

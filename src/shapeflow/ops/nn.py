@@ -218,7 +218,6 @@ class Linear(Op):
                     operands=[("x", describe(x)), ("weight", describe(w)),
                               ("bias", describe(b[0]))],
                     hint=f"bias must be 1-D of size out_features = {ws[0]}")
-        self.need = (x.requires_grad, w.requires_grad)
         return tuple(xs[:-1]) + (ws[0],), dt
 
     def saved(self, x, w, *b, out):
@@ -236,8 +235,8 @@ class Linear(Op):
 
     def backward(self, g):
         saved = list(self.saved_tensors)
-        x = saved.pop(0) if self.need[1] else None
-        w = saved.pop(0) if self.need[0] else None
+        x = saved.pop(0) if self.needs_grad(1) else None
+        w = saved.pop(0) if self.needs_grad(0) else None
         g = _dense(g)
         if not _create_graph() and g.dtype in _DIRECT_DTYPES:
             return self._grads_from_arrays(g, x, w)
@@ -456,7 +455,6 @@ class _Norm(Op):
         w = wb[0] if self.has_w else None
         self.need_stats = _recording(x, *wb) and (x.requires_grad or (
             w is not None and w.requires_grad))
-        self.need = (x.requires_grad, w is not None and w.requires_grad)
         return x.shape, x.dtype
 
     def saved(self, x, *wb, out):
@@ -523,28 +521,29 @@ class _Norm(Op):
         gx = gw = gb = None
         lead = tuple(range(self.lead))
         if saved:
+            need_x, need_w = self.needs_grad(0), self.has_w and self.needs_grad(1)
             x = saved.pop(0)
             mean = None if self.rms else saved.pop(0)
             rstd = saved.pop(0)
-            w = saved.pop(0) if self.has_w and self.need[0] else None
+            w = saved.pop(0) if self.has_w and need_x else None
             if _create_graph():
-                gx, gw = self._composite_grads(g, x, w)
+                gx, gw = self._composite_grads(g, x, w, need_x, need_w)
             else:
                 stats = (rstd,) if self.rms else (mean, rstd)
-                both = self.need[0] and self.need[1]
-                if self.need[0]:
+                both = need_x and need_w
+                if need_x:
                     kernel = NormBackward(self.rms, self.lead, self.has_w, with_dw=both)
                     gx = apply(kernel, g, x, *stats, *((w,) if w is not None else ()))
                     if both:  # the weight's gradient came out of the same pass
                         gw = Tensor._make(getattr(kernel, "dw", None), tuple(x.shape[self.lead:]),
                                           x.dtype, x.device)
-                elif self.need[1]:
+                elif need_w:
                     gw = apply(NormWeightBackward(self.rms, self.lead), g, x, *stats)
         if self.has_b:
             gb = g.sum(lead) if lead else g
         return (gx,) + ((gw,) if self.has_w else ()) + ((gb,) if self.has_b else ())
 
-    def _composite_grads(self, g, x, w):
+    def _composite_grads(self, g, x, w, need_x: bool, need_w: bool):
         """The same gradients in differentiable Tensor ops (for create_graph=True)."""
         dims = tuple(range(self.lead, x.ndim))
         if self.rms:
@@ -555,12 +554,12 @@ class _Norm(Op):
         xhat = xc * rstd
         dxhat = g * w if w is not None else g
         gx = gw = None
-        if self.need[0]:
+        if need_x:
             inner = dxhat - xhat * (dxhat * xhat).mean(dims, keepdim=True)
             if not self.rms:
                 inner = inner - dxhat.mean(dims, keepdim=True)
             gx = rstd * inner
-        if self.need[1]:
+        if need_w:
             gw = g * xhat
             if self.lead:
                 gw = gw.sum(tuple(range(self.lead)))
@@ -1529,7 +1528,7 @@ class BCEWithLogits(Op):
         pw = saved[-1] if self.has_pw else None
         gw_ = g * w if w is not None else g
         grads = [None] * len(saved)
-        nxt = [n is not None for n in self.next[0::3]]
+        nxt = [n is not None for n in self.next[0::3]]  # which inputs get a gradient
         s = x.sigmoid()
         if pw is not None:
             lw = (pw - 1.0) * y + 1.0
