@@ -77,9 +77,10 @@ class Adam(Optimizer):
                 bias_correction2 = 1 - beta2**step
                 scalars = (1 - beta1, beta2, 1 - beta2, bias_correction2**0.5, eps,
                            -(lr / bias_correction1))
-                if kernels.adam(param, grad, m, v, vmax, scalars):
-                    pass  # one compiled pass, the same float32 steps as _adam_kernel
-                elif param.size <= BLOCK or not _chunked(param, grad, m, v, vmax, scalars):
+                # one compiled pass where it is built (the same float32 steps), else NumPy
+                compiled = kernels.adam(param, grad, m, v, vmax, scalars)
+                if not compiled and (param.size <= BLOCK or
+                                     not _chunked(param, grad, m, v, vmax, scalars)):
                     _adam_kernel(param, grad, m, v, vmax, np.empty_like(param), scalars)
                 p._version[0] += 1
         return loss
