@@ -1,7 +1,7 @@
 """`shapeflow.nn.functional` (imported as F): PyTorch's functional API over shapeflow's ops.
 
 Layers in `shapeflow.nn` call these; each is a primitive in `ops/nn.py`, `ops/conv.py` or
-`ops/elementwise.py`, or a short composite of them.
+`ops/elementwise/`, or a short composite of them.
 """
 
 from __future__ import annotations

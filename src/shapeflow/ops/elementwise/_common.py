@@ -1,0 +1,46 @@
+"""Helpers shared by the elementwise families: result dtypes, operands from numbers."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ... import dtypes as _dt
+from ...device import meta
+from ...dtypes import DType, result_type
+from ...errors import DTypeError
+from ...tensor import Tensor
+
+_f32 = _dt.float32
+
+
+def _float_dtype(x: Tensor) -> DType:
+    """Math on ints gives the default float (torch.exp(int tensor) is float32)."""
+    return x.dtype if x.dtype.category == 2 else _dt.default_float
+
+
+def _cast(arr, dtype: DType):
+    return arr if arr.dtype is dtype.np or arr.dtype == dtype.np else arr.astype(dtype.np)
+
+
+_NUMBER = (int, float, bool)
+
+
+def _scalar_tensor(c, like: Tensor) -> Tensor:
+    """A Python number as a 0-d tensor on `like`'s device (for ops with no scalar form)."""
+    dt = result_type(c)
+    if like.device is meta:
+        return Tensor._make(None, (), dt, meta)
+    return Tensor._make(np.asarray(c, dtype=dt.np), (), dt, like.device)
+
+
+def _as_operand(x, other: Tensor | None = None) -> Tensor:
+    if isinstance(x, Tensor):
+        return x
+    if isinstance(x, (*_NUMBER, np.generic)):
+        return _scalar_tensor(x.item() if isinstance(x, np.generic) else x, other)
+    if isinstance(x, np.ndarray):
+        from ...tensor import from_numpy
+
+        return from_numpy(x)
+    raise DTypeError(f"expected a tensor or a number, got {type(x).__name__}")
+

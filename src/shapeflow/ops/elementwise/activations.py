@@ -1,0 +1,212 @@
+"""Activations: sigmoid, relu, silu, softplus, gelu, with their fused backward kernels."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ... import dtypes as _dt
+from ...autograd import grad_mode
+from ...tensor import Tensor
+from .. import gelu_kernels
+from ..base import OUT_ACT, X0, X0_ACT, Op, apply
+from .compare import where
+from .unary import Unary, exp
+
+
+def _sigmoid(x):
+    # 0.5 * (1 + tanh(x / 2)) never overflows, unlike 1 / (1 + exp(-x))
+    out = np.asarray(x * 0.5)  # an array even for 0-d input, so the in-place steps work
+    np.tanh(out, out=out)
+    out += 1.0
+    out *= 0.5
+    return out
+
+
+class Sigmoid(Unary):
+    name = "sigmoid"
+    fn = staticmethod(_sigmoid)
+
+    def saved(self, x, out):
+        return (OUT_ACT,)
+
+    def backward(self, g):
+        (out,) = self.saved_tensors
+        return (g * out * (1.0 - out),)
+
+
+class Relu(Op):
+    name = "relu"
+
+    def infer(self, x):
+        return x.shape, x.dtype
+
+    def saved(self, x, out):
+        return (OUT_ACT,)
+
+    def forward(self, x):
+        return np.maximum(x, 0)
+
+    def backward(self, g):
+        (out,) = self.saved_tensors
+        if not grad_mode.state.enabled and g.dtype is out.dtype:  # no grad of grad: one op
+            return (apply(ReluBackward(), g, out),)
+        return (g * (out > 0),)
+
+
+class _GradKernel(Op):
+    """A fused backward `forward(g, x)`: the gradient of x, with x's shape and dtype.
+
+    Not differentiable itself: with create_graph the op's backward takes its composite path.
+    """
+
+    differentiable = False
+
+    def infer(self, g, x):
+        return x.shape, x.dtype
+
+
+class ReluBackward(_GradKernel):
+    """g * (out > 0) as one op."""
+
+    name = "relu_backward"
+
+    def forward(self, g, out):
+        return np.multiply(g, out > 0)
+
+
+class Silu(Unary):
+    name = "silu"
+
+    def saved(self, x, out):
+        return (X0_ACT,)
+
+    @staticmethod
+    def fn(x):
+        return x * _sigmoid(x)
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        s = sigmoid(x)
+        return (g * s * (1.0 + x * (1.0 - s)),)
+
+
+class Softplus(Unary):
+    name = "softplus"
+
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
+        self.beta, self.threshold = beta, threshold
+
+    def saved(self, x, out):
+        return (X0_ACT,)
+
+    def fn(self, x):
+        bx = x * self.beta
+        soft = np.logaddexp(0, bx) / self.beta
+        return np.where(bx > self.threshold, x, soft).astype(x.dtype, copy=False)
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        bx = x * self.beta
+        return (g * where(bx > self.threshold, 1.0, sigmoid(bx)),)
+
+
+_SQRT_2 = math.sqrt(2.0)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_erf64 = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def normal_cdf(x: np.ndarray) -> np.ndarray:
+    """Phi(x). float64 uses math.erf exactly; other dtypes a float32 table (error < 1.5e-7)."""
+    if x.dtype == np.float64:
+        return 0.5 * (1.0 + _erf64(x / _SQRT_2))
+    return gelu_kernels.blockwise(x, "phi")
+
+
+class Gelu(Unary):
+    name = "gelu"
+
+    def __init__(self, approximate: str = "none") -> None:
+        if approximate not in ("none", "tanh"):
+            raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+        self.approximate = approximate
+
+    def saved(self, x, out):
+        return (X0_ACT,)
+
+    def fn(self, x):
+        if self.approximate == "tanh":
+            inner = np.tanh((x + 0.044715 * x * x * x) * _SQRT_2_OVER_PI)
+            return (0.5 * x * (1.0 + inner)).astype(x.dtype, copy=False)
+        if x.dtype == np.float64:
+            return x * normal_cdf(x)
+        return gelu_kernels.blockwise(x, "phi", times=x)
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        fused = self.approximate == "none" and x.dtype is _dt.float32
+        if fused and not grad_mode.state.enabled:  # no grad of grad: one blockwise pass
+            return (apply(GeluBackward(), g, x),)
+        return (g * apply(GeluGrad(self.approximate), x),)
+
+
+class GeluBackward(_GradKernel):
+    """g * d gelu / dx for float32 in one blockwise pass."""
+
+    name = "gelu_backward"
+
+    def forward(self, g, x):
+        return gelu_kernels.blockwise(x, "gelu_grad", times=g)
+
+
+class GeluGrad(Unary):
+    """d gelu / dx as its own primitive (so grad of grad goes through it)."""
+
+    name = "gelu_backward"
+
+    def __init__(self, approximate: str) -> None:
+        self.approximate = approximate
+
+    def saved(self, x, out):
+        return (X0,)
+
+    def fn(self, x):
+        if self.approximate == "tanh":
+            u = (x + 0.044715 * x * x * x) * _SQRT_2_OVER_PI
+            th = np.tanh(u)
+            du = _SQRT_2_OVER_PI * (1.0 + 3 * 0.044715 * x * x)
+            return (0.5 * (1.0 + th) + 0.5 * x * (1.0 - th * th) * du).astype(x.dtype, copy=False)
+        if x.dtype == np.float64:
+            pdf = np.exp(-0.5 * x * x) * _INV_SQRT_2PI
+            return normal_cdf(x) + x * pdf
+        return gelu_kernels.blockwise(x, "gelu_grad")
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        if self.approximate == "tanh":
+            raise NotImplementedError("second derivative of tanh-GELU")
+        pdf = exp(x * x * -0.5) * _INV_SQRT_2PI
+        return (g * pdf * (2.0 - x * x),)
+
+
+def sigmoid(x: Tensor) -> Tensor:
+    return apply(Sigmoid(), x)
+
+
+def relu(x: Tensor) -> Tensor:
+    return apply(Relu(), x)
+
+
+def silu(x: Tensor) -> Tensor:
+    return apply(Silu(), x)
+
+
+def gelu(x: Tensor, approximate: str = "none") -> Tensor:
+    return apply(Gelu(approximate), x)
+
+
+def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    return apply(Softplus(beta, threshold), x)
+

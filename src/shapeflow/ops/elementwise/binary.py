@@ -1,0 +1,246 @@
+"""Binary arithmetic: two operands broadcast and promoted (add, sub, mul, div, pow, ...)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ... import dtypes as _dt
+from ...dtypes import promote_types, result_type
+from ...errors import DTypeError, ShapeflowError
+from ...shape import broadcast_shapes
+from ...tensor import Tensor
+from ..base import OUT, X0, X1, Op, apply
+from ._common import _NUMBER, _as_operand
+from .scalar import (
+    AddScalar,
+    DivScalar,
+    FloorDivScalar,
+    MulScalar,
+    PowScalar,
+    RDivScalar,
+    RemainderScalar,
+    RFloorDivScalar,
+    RPowScalar,
+    RRemainderScalar,
+    RSubScalar,
+)
+from .unary import log, trunc
+
+
+class Binary(Op):
+    """Two tensors, broadcast; forward computes in the promoted dtype (`self.compute`)."""
+
+    def infer(self, a, b):
+        sa, sb = a.shape, b.shape
+        try:
+            same = sa is sb or sa == sb
+        except ShapeflowError:  # symbols that cannot be told apart
+            same = False
+        shape = sa if same else broadcast_shapes(sa, sb, self.name)
+        if a.dtype is b.dtype:
+            dt = a.dtype
+        elif bool(sa) == bool(sb):
+            dt = promote_types(a.dtype, b.dtype)
+        else:
+            dt = result_type(a, b)  # a 0-d tensor widens only across categories
+        self.compute = dt
+        self.cast = not (a.dtype is dt and b.dtype is dt)
+        return shape, dt
+
+    def forward(self, a, b):
+        if self.cast:
+            npd = self.compute.np
+            if a.dtype != npd:
+                a = a.astype(npd)
+            if b.dtype != npd:
+                b = b.astype(npd)
+        return self.fn(a, b)
+
+
+class Add(Binary):
+    name = "add"
+    fn = staticmethod(np.add)
+
+    def backward(self, g):
+        return g, g
+
+
+class Sub(Binary):
+    name = "sub"
+    fn = staticmethod(np.subtract)
+
+    def backward(self, g):
+        return g, -g
+
+
+class Mul(Binary):
+    name = "mul"
+    fn = staticmethod(np.multiply)
+
+    def saved(self, a, b, out):
+        # each input's gradient needs only the other input
+        if a.requires_grad:
+            return _KEEP_X1_X0 if b.requires_grad else _KEEP_X1
+        return _KEEP_X0 if b.requires_grad else ()
+
+    def backward(self, g):
+        saved = list(self.saved_tensors)
+        b = saved.pop(0) if self.needs_grad(0) else None
+        a = saved.pop(0) if self.needs_grad(1) else None
+        return (g * b if b is not None else None, g * a if a is not None else None)
+
+
+_KEEP_X1_X0, _KEEP_X1, _KEEP_X0 = (X1, X0), (X1,), (X0,)
+
+
+class Div(Binary):
+    name = "div"
+    fn = staticmethod(np.true_divide)
+
+    def infer(self, a, b):
+        shape, dt = Binary.infer(self, a, b)
+        if not dt.is_floating_point:  # true division of integers gives the default float
+            dt = self.compute = _dt.default_float
+            self.cast = True
+        return shape, dt
+
+    def saved(self, a, b, out):
+        self.need_b = b.requires_grad
+        return (X0, X1) if b.requires_grad else (X1,)
+
+    def forward(self, a, b):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return Binary.forward(self, a, b)
+
+    def backward(self, g):
+        if self.need_b:
+            a, b = self.saved_tensors
+            return g / b, -g * a / (b * b)
+        (b,) = self.saved_tensors
+        return g / b, None
+
+
+class Pow(Binary):
+    name = "pow"
+    fn = staticmethod(np.power)
+
+    def saved(self, a, b, out):
+        self.need_b = b.requires_grad
+        return (X0, X1, OUT) if b.requires_grad else (X0, X1)
+
+    def forward(self, a, b):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return Binary.forward(self, a, b)
+
+    def backward(self, g):
+        saved = self.saved_tensors
+        a, b = saved[0], saved[1]
+        ga = g * b * a ** (b - 1.0)
+        gb = g * saved[2] * log(a) if self.need_b else None
+        return ga, gb
+
+
+class FloorDivide(Binary):
+    name = "floor_divide"
+    differentiable = False
+
+    @staticmethod
+    def fn(a, b):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.floor_divide(a, b)
+
+
+class Remainder(Binary):
+    name = "remainder"
+
+    def saved(self, a, b, out):
+        return (X0, X1) if b.requires_grad else ()
+
+    @staticmethod
+    def fn(a, b):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.remainder(a, b)
+
+    def backward(self, g):
+        if self._saved:
+            a, b = self.saved_tensors
+            return g, -g * floor_divide(a, b)
+        return g, None
+
+
+def _binary(tensor_op, scalar_op, rscalar_op, a, b):
+    if isinstance(a, Tensor):
+        if isinstance(b, Tensor):
+            return apply(tensor_op(), a, b)
+        if isinstance(b, _NUMBER):
+            return apply(scalar_op(b), a)
+        return apply(tensor_op(), a, _as_operand(b, a))
+    if isinstance(b, Tensor):
+        if isinstance(a, _NUMBER):
+            return apply(rscalar_op(a), b)
+        return apply(tensor_op(), _as_operand(a, b), b)
+    raise DTypeError(f"expected at least one tensor, got {type(a).__name__} and "
+                     f"{type(b).__name__}")
+
+
+def _tensor_operator(op_class, general):
+    """`t + u` and kin: two tensors go straight to apply, anything else through `general`."""
+
+    def operator(a, b):
+        if isinstance(b, Tensor):
+            return apply(op_class(), a, b)
+        return general(a, b)
+
+    operator.__name__ = general.__name__
+    return operator
+
+
+def add(a, b, alpha=1) -> Tensor:
+    if alpha != 1:
+        b = mul(b, alpha)
+    return _binary(Add, AddScalar, AddScalar, a, b)
+
+
+def sub(a, b, alpha=1) -> Tensor:
+    if alpha != 1:
+        b = mul(b, alpha)
+    if isinstance(a, Tensor) and isinstance(b, _NUMBER):
+        return apply(AddScalar(-b), a)
+    return _binary(Sub, None, RSubScalar, a, b)
+
+
+def rsub(a, b) -> Tensor:
+    return sub(b, a)
+
+
+def mul(a, b) -> Tensor:
+    return _binary(Mul, MulScalar, MulScalar, a, b)
+
+
+def div(a, b, rounding_mode: str | None = None) -> Tensor:
+    if rounding_mode == "floor":
+        return floor_divide(a, b)
+    if rounding_mode == "trunc":
+        return trunc(div(a, b))
+    return _binary(Div, DivScalar, RDivScalar, a, b)
+
+
+true_divide = divide = div
+multiply = mul
+subtract = sub
+
+
+def pow(a, b) -> Tensor:  # noqa: A001  (PyTorch's name)
+    return _binary(Pow, PowScalar, RPowScalar, a, b)
+
+
+def floor_divide(a, b) -> Tensor:
+    return _binary(FloorDivide, FloorDivScalar, RFloorDivScalar, a, b)
+
+
+def remainder(a, b) -> Tensor:
+    return _binary(Remainder, RemainderScalar, RRemainderScalar, a, b)
+
+
+fmod = remainder
+

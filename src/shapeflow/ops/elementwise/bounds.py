@@ -1,0 +1,93 @@
+"""Elementwise bounds: maximum / minimum of two operands, clamp to numbers or tensors."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...dtypes import result_type
+from ...tensor import Tensor
+from ..base import X0, X1, Op, apply
+from ._common import _as_operand
+from .binary import Binary
+from .compare import logical_and
+
+
+class Maximum(Binary):
+    name = "maximum"
+    fn = staticmethod(np.maximum)
+
+    def saved(self, a, b, out):
+        return (X0, X1)
+
+    def backward(self, g):
+        a, b = self.saved_tensors
+        wa = (a > b) + (a == b) * 0.5  # ties split the gradient, as PyTorch does
+        return g * wa, g * (1.0 - wa)
+
+
+class Minimum(Maximum):
+    name = "minimum"
+    fn = staticmethod(np.minimum)
+
+    def backward(self, g):
+        a, b = self.saved_tensors
+        wa = (a < b) + (a == b) * 0.5
+        return g * wa, g * (1.0 - wa)
+
+
+class Clamp(Op):
+    name = "clamp"
+
+    def __init__(self, lo, hi) -> None:
+        self.lo, self.hi = lo, hi
+
+    def infer(self, x):
+        dt = x.dtype
+        for b in (self.lo, self.hi):
+            if b is not None:
+                dt = result_type(x, b)
+        return x.shape, dt
+
+    def saved(self, x, out):
+        return (X0,)
+
+    def forward(self, x):
+        out = np.clip(x, self.lo, self.hi)
+        return out
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        keep = None
+        if self.lo is not None:
+            keep = x >= self.lo
+        if self.hi is not None:
+            upper = x <= self.hi
+            keep = upper if keep is None else logical_and(keep, upper)
+        return (g * keep,)
+
+
+def maximum(a: Tensor, b: Tensor) -> Tensor:
+    return apply(Maximum(), _as_operand(a, b if isinstance(b, Tensor) else None),
+                 _as_operand(b, a if isinstance(a, Tensor) else None))
+
+
+def minimum(a: Tensor, b: Tensor) -> Tensor:
+    return apply(Minimum(), _as_operand(a, b if isinstance(b, Tensor) else None),
+                 _as_operand(b, a if isinstance(a, Tensor) else None))
+
+
+def clamp(x: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
+    if min is None and max is None:
+        raise ValueError("clamp: at least one of min and max must be given")
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        out = x
+        if min is not None:
+            out = maximum(out, min)
+        if max is not None:
+            out = minimum(out, max)
+        return out
+    return apply(Clamp(min, max), x)
+
+
+clip = clamp
+

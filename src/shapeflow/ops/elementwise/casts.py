@@ -1,0 +1,51 @@
+"""Casts to another dtype and moves to another device."""
+
+from __future__ import annotations
+
+from ... import dtypes as _dt
+from ...device import Device, cpu, meta
+from ...dtypes import DType
+from ...errors import DeviceError
+from ...tensor import Tensor, describe
+from ..base import Op, apply
+
+
+class Cast(Op):
+    name = "to"
+
+    def __init__(self, dtype: DType) -> None:
+        self.dtype = dtype
+
+    def infer(self, x):
+        return x.shape, self.dtype
+
+    def forward(self, x):
+        return x.astype(self.dtype.np)
+
+    def backward(self, g):
+        return (g,)  # the engine casts the gradient back to the input's dtype
+
+
+class CastToInt(Cast):
+    """A cast to an integer or bool dtype: no gradient flows through it."""
+
+    differentiable = False
+
+
+def cast(x: Tensor, dtype) -> Tensor:
+    dt = _dt.get_dtype(dtype)
+    return apply((Cast if dt.is_floating_point else CastToInt)(dt), x)
+
+
+def to_device(x: Tensor, device: Device) -> Tensor:
+    """Move to another device. A new leaf that keeps requires_grad (as moving a parameter)."""
+    if device is cpu and x.device is meta:
+        raise DeviceError(
+            f"cannot move a meta tensor {describe(x)} to cpu: it has no data",
+            op="to", hint="create the tensor on cpu, or initialise parameters after moving",
+        )
+    data = None if device is meta else x.data
+    out = Tensor._make(data, x.shape, x.dtype, device)
+    out.requires_grad = x.requires_grad and x.grad_fn is None
+    return out
+

@@ -1,0 +1,203 @@
+"""Comparisons, logical ops and predicates (bool results, no gradient), and where."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ... import dtypes as _dt
+from ...device import meta
+from ...dtypes import promote_types, result_type
+from ...errors import DTypeError
+from ...shape import broadcast_shapes
+from ...tensor import Tensor, describe
+from ..base import X0, Op, apply
+from ._common import _NUMBER, _as_operand
+from .binary import Binary
+from .scalar import ScalarOp, scalar_result_type
+
+
+class Compare(Binary):
+    """Comparisons and logical ops: bool results, no gradient."""
+
+    differentiable = False
+
+    def infer(self, a, b):
+        shape, _ = Binary.infer(self, a, b)  # the promoted dtype the comparison runs in
+        return shape, _dt.bool_
+
+
+def _compare(name: str, fn) -> type:
+    return type(name.capitalize(), (Compare,), {"name": name, "fn": staticmethod(fn)})
+
+
+Eq, Ne = _compare("eq", np.equal), _compare("ne", np.not_equal)
+Lt, Le = _compare("lt", np.less), _compare("le", np.less_equal)
+Gt, Ge = _compare("gt", np.greater), _compare("ge", np.greater_equal)
+LogicalAnd, LogicalOr = _compare("logical_and", np.logical_and), _compare("logical_or",
+                                                                           np.logical_or)
+LogicalXor = _compare("logical_xor", np.logical_xor)
+
+
+class UnaryPredicate(Op):
+    differentiable = False
+
+    def infer(self, x):
+        return x.shape, _dt.bool_
+
+    def forward(self, x):
+        return self.fn(x)
+
+
+def _predicate(name: str, fn) -> type:
+    return type(name, (UnaryPredicate,), {"name": name, "fn": staticmethod(fn)})
+
+
+LogicalNot = _predicate("logical_not", np.logical_not)
+IsNan, IsInf, IsFinite = (_predicate("isnan", np.isnan), _predicate("isinf", np.isinf),
+                          _predicate("isfinite", np.isfinite))
+
+
+class Where(Op):
+    name = "where"
+
+    def infer(self, cond, a, b):
+        if cond.dtype is not _dt.bool_:
+            raise DTypeError(f"where: the condition must be bool, got {cond.dtype}", op="where",
+                             operands=[("condition", describe(cond))],
+                             hint="compare first, e.g. where(x > 0, ...)")
+        shape = broadcast_shapes(cond.shape, a.shape, "where", ("condition", "input"))
+        shape = broadcast_shapes(shape, b.shape, "where", ("input", "other"))
+        self.compute = promote_types(a.dtype, b.dtype)
+        return shape, self.compute
+
+    def saved(self, cond, a, b, out):
+        return (X0,)
+
+    def forward(self, cond, a, b):
+        npd = self.compute.np
+        return np.where(cond, _cast_np(a, npd), _cast_np(b, npd))
+
+    def backward(self, g):
+        (cond,) = self.saved_tensors
+        zero = zeros_scalar_like(g)
+        return None, where(cond, g, zero), where(cond, zero, g)
+
+
+def _cast_np(arr, npd):
+    return arr if arr.dtype == npd else arr.astype(npd)
+
+
+# ---- tensor with a Python scalar --------------------------------------------------------
+
+
+class CompareScalar(ScalarOp):
+    differentiable = False
+
+    def infer(self, x):
+        self.dt = scalar_result_type(x.dtype, self.c)  # raises for a non-number
+        return x.shape, _dt.bool_
+
+    def forward(self, x):
+        return self.fn(x, self.c)
+
+
+def _compare_scalar(name: str, fn) -> type:
+    return type(name + "_scalar", (CompareScalar,), {"name": name, "fn": staticmethod(fn)})
+
+
+_SCALAR_COMPARE = {
+    "eq": _compare_scalar("eq", np.equal), "ne": _compare_scalar("ne", np.not_equal),
+    "lt": _compare_scalar("lt", np.less), "le": _compare_scalar("le", np.less_equal),
+    "gt": _compare_scalar("gt", np.greater), "ge": _compare_scalar("ge", np.greater_equal),
+}
+_TENSOR_COMPARE = {"eq": Eq, "ne": Ne, "lt": Lt, "le": Le, "gt": Gt, "ge": Ge}
+_FLIP = {"eq": "eq", "ne": "ne", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+
+
+def _comparison(name: str, a, b) -> Tensor:
+    if isinstance(a, Tensor):
+        if isinstance(b, _NUMBER):
+            return apply(_SCALAR_COMPARE[name](b), a)
+        return apply(_TENSOR_COMPARE[name](), a, _as_operand(b, a))
+    if isinstance(a, _NUMBER) and isinstance(b, Tensor):
+        return apply(_SCALAR_COMPARE[_FLIP[name]](a), b)
+    return apply(_TENSOR_COMPARE[name](), _as_operand(a, b), _as_operand(b, a))
+
+
+def eq(a, b) -> Tensor:
+    return _comparison("eq", a, b)
+
+
+def ne(a, b) -> Tensor:
+    return _comparison("ne", a, b)
+
+
+def lt(a, b) -> Tensor:
+    return _comparison("lt", a, b)
+
+
+def le(a, b) -> Tensor:
+    return _comparison("le", a, b)
+
+
+def gt(a, b) -> Tensor:
+    return _comparison("gt", a, b)
+
+
+def ge(a, b) -> Tensor:
+    return _comparison("ge", a, b)
+
+
+greater, greater_equal, less, less_equal, equal_elementwise = gt, ge, lt, le, eq
+not_equal = ne
+
+
+def logical_and(a, b) -> Tensor:
+    return apply(LogicalAnd(), _as_operand(a), _as_operand(b, a))
+
+
+def logical_or(a, b) -> Tensor:
+    return apply(LogicalOr(), _as_operand(a), _as_operand(b, a))
+
+
+def logical_xor(a, b) -> Tensor:
+    return apply(LogicalXor(), _as_operand(a), _as_operand(b, a))
+
+
+def logical_not(x: Tensor) -> Tensor:
+    return apply(LogicalNot(), x)
+
+
+def isnan(x: Tensor) -> Tensor:
+    return apply(IsNan(), x)
+
+
+def isinf(x: Tensor) -> Tensor:
+    return apply(IsInf(), x)
+
+
+def isfinite(x: Tensor) -> Tensor:
+    return apply(IsFinite(), x)
+
+
+def where(condition: Tensor, input, other) -> Tensor:
+    """input where condition holds, else other (numbers broadcast like 0-d tensors)."""
+    like = input if isinstance(input, Tensor) else other
+    if not isinstance(like, Tensor):
+        like = condition
+    a = input if isinstance(input, Tensor) else _typed_scalar(input, like)
+    b = other if isinstance(other, Tensor) else _typed_scalar(other, like)
+    return apply(Where(), condition, a, b)
+
+
+def _typed_scalar(c, like: Tensor) -> Tensor:
+    """A number taking the other operand's dtype when of the same kind (scalar promotion)."""
+    dt = result_type(like, c) if like.dtype is not _dt.bool_ else result_type(c)
+    if like.device is meta:
+        return Tensor._make(None, (), dt, meta)
+    return Tensor._make(np.asarray(c, dtype=dt.np), (), dt, like.device)
+
+
+def zeros_scalar_like(g: Tensor) -> Tensor:
+    return _typed_scalar(0, g)
+

@@ -1,0 +1,284 @@
+"""Unary math (exp, log, sqrt, sin, ...) and rounding: one tensor in, same shape out."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ... import dtypes as _dt
+from ...errors import DTypeError
+from ...tensor import Tensor, describe
+from ..base import OUT, OUT_ACT, X0, Op, apply
+from ._common import _float_dtype
+from .scalar import PowScalar, RDivScalar
+
+
+class Unary(Op):
+    """A float-valued unary op: the output has the input's shape and (float) dtype."""
+
+    def infer(self, x):
+        return x.shape, _float_dtype(x)
+
+    def forward(self, x):
+        if x.dtype.kind != "f" and x.dtype.name != "bfloat16":
+            x = x.astype(_dt.default_float.np)
+        return self.fn(x)
+
+
+class Neg(Op):
+    name = "neg"
+
+    def infer(self, x):
+        if x.dtype is _dt.bool_:
+            raise DTypeError("neg: negation of a bool tensor is not defined", op="neg",
+                             operands=[("x", describe(x))], hint="use logical_not()")
+        return x.shape, x.dtype
+
+    def forward(self, x):
+        return np.negative(x)
+
+    def backward(self, g):
+        return (-g,)
+
+
+class Abs(Op):
+    name = "abs"
+
+    def infer(self, x):
+        return x.shape, x.dtype
+
+    def saved(self, x, out):
+        return (X0,)
+
+    def forward(self, x):
+        return np.abs(x)
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        return (g * sign(x),)
+
+
+class Sign(Op):
+    name = "sign"
+
+    def infer(self, x):
+        return x.shape, x.dtype
+
+    def forward(self, x):
+        return np.sign(x)
+
+    def backward(self, g):
+        from ...factories import zeros_like
+
+        return (zeros_like(g),)
+
+
+class Exp(Unary):
+    name = "exp"
+    fn = staticmethod(np.exp)
+
+    def saved(self, x, out):
+        return (OUT,)
+
+    def backward(self, g):
+        (out,) = self.saved_tensors
+        return (g * out,)
+
+
+class Log(Unary):
+    name = "log"
+    fn = staticmethod(np.log)
+
+    def saved(self, x, out):
+        return (X0,)
+
+    def forward(self, x):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return Unary.forward(self, x)
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        return (g / x,)
+
+
+class Log1p(Log):
+    name = "log1p"
+    fn = staticmethod(np.log1p)
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        return (g / (x + 1.0),)
+
+
+class Expm1(Unary):
+    name = "expm1"
+    fn = staticmethod(np.expm1)
+
+    def saved(self, x, out):
+        return (OUT,)
+
+    def backward(self, g):
+        (out,) = self.saved_tensors
+        return (g * (out + 1.0),)
+
+
+class Sqrt(Unary):
+    name = "sqrt"
+    fn = staticmethod(np.sqrt)
+
+    def saved(self, x, out):
+        return (OUT,)
+
+    def forward(self, x):
+        with np.errstate(invalid="ignore"):
+            return Unary.forward(self, x)
+
+    def backward(self, g):
+        (out,) = self.saved_tensors
+        return (g / (out * 2.0),)
+
+
+class Rsqrt(Unary):
+    name = "rsqrt"
+
+    def saved(self, x, out):
+        return (OUT,)
+
+    @staticmethod
+    def fn(x):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.reciprocal(np.sqrt(x))
+
+    def backward(self, g):
+        (out,) = self.saved_tensors
+        return (g * (out * out * out) * -0.5,)
+
+
+class Sin(Unary):
+    name = "sin"
+    fn = staticmethod(np.sin)
+
+    def saved(self, x, out):
+        return (X0,)
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        return (g * cos(x),)
+
+
+class Cos(Unary):
+    name = "cos"
+    fn = staticmethod(np.cos)
+
+    def saved(self, x, out):
+        return (X0,)
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        return (-g * sin(x),)
+
+
+class Tanh(Unary):
+    name = "tanh"
+    fn = staticmethod(np.tanh)
+
+    def saved(self, x, out):
+        return (OUT_ACT,)
+
+    def backward(self, g):
+        (out,) = self.saved_tensors
+        return (g * (1.0 - out * out),)
+
+
+def neg(x: Tensor) -> Tensor:
+    return apply(Neg(), x)
+
+
+negative = neg
+
+
+def abs(x: Tensor) -> Tensor:  # noqa: A001
+    return apply(Abs(), x)
+
+
+def sign(x: Tensor) -> Tensor:
+    return apply(Sign(), x)
+
+
+def exp(x: Tensor) -> Tensor:
+    return apply(Exp(), x)
+
+
+def log(x: Tensor) -> Tensor:
+    return apply(Log(), x)
+
+
+def log1p(x: Tensor) -> Tensor:
+    return apply(Log1p(), x)
+
+
+def expm1(x: Tensor) -> Tensor:
+    return apply(Expm1(), x)
+
+
+def sqrt(x: Tensor) -> Tensor:
+    return apply(Sqrt(), x)
+
+
+def rsqrt(x: Tensor) -> Tensor:
+    return apply(Rsqrt(), x)
+
+
+def sin(x: Tensor) -> Tensor:
+    return apply(Sin(), x)
+
+
+def cos(x: Tensor) -> Tensor:
+    return apply(Cos(), x)
+
+
+def tanh(x: Tensor) -> Tensor:
+    return apply(Tanh(), x)
+
+
+def square(x: Tensor) -> Tensor:
+    return apply(PowScalar(2), x)
+
+
+def reciprocal(x: Tensor) -> Tensor:
+    return apply(RDivScalar(1.0), x)
+
+
+class _Rounding(Op):
+    differentiable = True
+
+    def infer(self, x):
+        return x.shape, x.dtype
+
+    def forward(self, x):
+        return self.fn(x)
+
+    def backward(self, g):
+        return (g * 0.0,)
+
+
+Floor = type("Floor", (_Rounding,), {"name": "floor", "fn": staticmethod(np.floor)})
+Ceil = type("Ceil", (_Rounding,), {"name": "ceil", "fn": staticmethod(np.ceil)})
+Round = type("Round", (_Rounding,), {"name": "round", "fn": staticmethod(np.round)})
+Trunc = type("Trunc", (_Rounding,), {"name": "trunc", "fn": staticmethod(np.trunc)})
+
+
+def floor(x: Tensor) -> Tensor:
+    return apply(Floor(), x)
+
+
+def ceil(x: Tensor) -> Tensor:
+    return apply(Ceil(), x)
+
+
+def round(x: Tensor) -> Tensor:  # noqa: A001
+    return apply(Round(), x)
+
+
+def trunc(x: Tensor) -> Tensor:
+    return apply(Trunc(), x)
+

@@ -1,0 +1,90 @@
+"""Movement ops: views and rearrangements of data (reshape, expand, permute, ...).
+
+One family a module; this package re-exports them, so `ops.movement.X` names stay as they were.
+"""
+
+from __future__ import annotations
+
+from .copies import (  # noqa: F401  (re-exported: importers use these)
+    Clone,
+    Flip,
+    Repeat,
+    Tril,
+    Triu,
+    clone,
+    contiguous,
+    flip,
+    repeat,
+    tril,
+    triu,
+)
+from .dim_index import (  # noqa: F401  (re-exported: importers use these)
+    IndexAdd,
+    IndexSelect,
+    index_add,
+    index_select,
+)
+from .gather_scatter import (  # noqa: F401  (re-exported: importers use these)
+    Gather,
+    Scatter,
+    ScatterAdd,
+    gather,
+    scatter,
+    scatter_add,
+)
+from .joins import (  # noqa: F401  (re-exported: importers use these)
+    Cat,
+    cat,
+    chunk,
+    concat,
+    concatenate,
+    promote_types,
+    split,
+    stack,
+)
+from .padding import (  # noqa: F401  (re-exported: importers use these)
+    MaskedFill,
+    Pad,
+    masked_fill,
+    masked_fill_,
+    pad,
+)
+from .slicing import (  # noqa: F401  (re-exported: importers use these)
+    Index,
+    IndexBackward,
+    basic_index,
+    narrow,
+    select,
+    slice_size,
+    unbind,
+)
+from .views import (  # noqa: F401  (re-exported: importers use these)
+    Expand,
+    Permute,
+    Reshape,
+    View,
+    _view_apply,
+    broadcast_to,
+    expand,
+    flatten,
+    infer_reshape,
+    moveaxis,
+    movedim,
+    permute,
+    reshape,
+    squeeze,
+    swapaxes,
+    swapdims,
+    transpose,
+    unflatten,
+    unsqueeze,
+    view,
+)
+
+METHODS = ("reshape", "view", "expand", "broadcast_to", "permute", "transpose", "unsqueeze",
+           "squeeze", "clone", "contiguous", "flatten", "unflatten", "movedim", "moveaxis",
+           "swapaxes", "swapdims", "narrow", "select", "unbind", "split", "chunk", "repeat",
+           "flip", "tril", "triu", "gather", "scatter_add", "scatter", "index_select",
+           "index_add", "masked_fill", "masked_fill_")
+__all__ = [m for m in METHODS if m != "masked_fill_"] + [
+    "cat", "concat", "concatenate", "stack", "pad"]

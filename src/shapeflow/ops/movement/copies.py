@@ -1,0 +1,128 @@
+"""Ops that copy data: clone, contiguous, repeat, flip, tril / triu."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import ShapeError
+from ...shape import normalize_dims
+from ...tensor import Tensor, describe
+from .. import meta_layout
+from ..base import Op, apply
+
+
+class Clone(Op):
+    name = "clone"
+
+    def infer(self, x):
+        return x.shape, x.dtype
+
+    def forward(self, x):
+        return np.array(x, copy=True, order="C")
+
+    def backward(self, g):
+        return (g,)
+
+
+def clone(x: Tensor) -> Tensor:
+    return apply(Clone(), x)
+
+
+def contiguous(x: Tensor) -> Tensor:
+    if x.data is None:
+        return x if meta_layout.is_contiguous(x) else clone(x)
+    if x.data.flags.c_contiguous:
+        return x
+    return clone(x)
+
+
+class Repeat(Op):
+    name = "repeat"
+
+    def __init__(self, sizes) -> None:
+        self.sizes = tuple(sizes)
+
+    def infer(self, x):
+        k = len(self.sizes)
+        if k < x.ndim:
+            raise ShapeError(
+                f"repeat: {k} repeat sizes {self.sizes} are fewer than the tensor's {x.ndim} dims",
+                op="repeat", operands=[("input", describe(x))])
+        for r in self.sizes:
+            if type(r) is not int or r < 0:
+                raise ShapeError(f"repeat: repeat sizes must be non-negative ints, got "
+                                 f"{self.sizes}", op="repeat")
+        self.in_shape = x.shape
+        self.padded = (1,) * (k - x.ndim) + tuple(x.shape)
+        return tuple(s * r for s, r in zip(self.padded, self.sizes)), x.dtype
+
+    def forward(self, x):
+        return np.tile(x.reshape(self.padded), self.sizes)
+
+    def backward(self, g):
+        split = []
+        for r, s in zip(self.sizes, self.padded):
+            split += [r, s]
+        g = g.reshape(tuple(split)).sum(dim=tuple(range(0, len(split), 2)))
+        return (g.reshape(tuple(self.in_shape)),)
+
+
+def repeat(x: Tensor, *sizes) -> Tensor:
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+        sizes = tuple(sizes[0])
+    return apply(Repeat(sizes), x)
+
+
+class Flip(Op):
+    name = "flip"
+
+    def __init__(self, dims) -> None:
+        self.dims = dims
+
+    def infer(self, x):
+        self.axes = normalize_dims(self.dims, x.ndim, "flip") if x.ndim else ()
+        return x.shape, x.dtype
+
+    def forward(self, x):
+        return np.flip(x, self.axes).copy() if self.axes else x.copy()
+
+    def backward(self, g):
+        return (apply(Flip(self.axes), g),)
+
+
+def flip(x: Tensor, dims) -> Tensor:
+    return apply(Flip((dims,) if isinstance(dims, int) else tuple(dims)), x)
+
+
+class Tril(Op):
+    name = "tril"
+    fn = staticmethod(np.tril)
+
+    def __init__(self, diagonal: int = 0) -> None:
+        self.diagonal = diagonal
+
+    def infer(self, x):
+        if x.ndim < 2:
+            raise ShapeError(f"{self.name}: the input must have at least 2 dims, got "
+                             f"{describe(x)}", op=self.name, operands=[("input", describe(x))])
+        return x.shape, x.dtype
+
+    def forward(self, x):
+        return self.fn(x, self.diagonal)
+
+    def backward(self, g):
+        return (apply(type(self)(self.diagonal), g),)
+
+
+class Triu(Tril):
+    name = "triu"
+    fn = staticmethod(np.triu)
+
+
+def tril(x: Tensor, diagonal: int = 0) -> Tensor:
+    return apply(Tril(diagonal), x)
+
+
+def triu(x: Tensor, diagonal: int = 0) -> Tensor:
+    return apply(Triu(diagonal), x)
+

@@ -1,0 +1,141 @@
+"""Constant values written by a mask (masked_fill) or around the edges (pad)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ... import dtypes as _dt
+from ...errors import DTypeError, ShapeError
+from ...shape import broadcast_shapes
+from ...tensor import Tensor, describe
+from ..base import X1, Op, apply
+from .dim_index import index_select
+
+
+class MaskedFill(Op):
+    name = "masked_fill"
+
+    def __init__(self, value) -> None:
+        self.value = value
+
+    def infer(self, x, mask):
+        if mask.dtype is not _dt.bool_:
+            raise DTypeError(f"masked_fill: the mask must be bool, got {mask.dtype}",
+                             op="masked_fill", operands=[("input", describe(x)),
+                                                         ("mask", describe(mask))],
+                             hint="compare first (x > 0), or convert with .bool()")
+        shape = broadcast_shapes(x.shape, mask.shape, "masked_fill", ("input", "mask"))
+        return shape, x.dtype
+
+    def saved(self, x, mask, out):
+        return (X1,)
+
+    def forward(self, x, mask):
+        return np.where(mask, np.asarray(self.value).astype(x.dtype), x)
+
+    def backward(self, g):
+        (mask,) = self.saved_tensors
+        return apply(MaskedFill(0), g, mask), None
+
+
+def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
+    if isinstance(value, Tensor):
+        value = value.item()  # the value gets no gradient
+    if isinstance(mask, (np.ndarray, np.generic)):
+        from ...tensor import from_numpy
+
+        mask = from_numpy(np.asarray(mask))
+    return apply(MaskedFill(value), x, mask)
+
+
+def masked_fill_(t: Tensor, mask: Tensor, value) -> Tensor:
+    from ..inplace import inplace
+
+    return inplace(t, "masked_fill_", masked_fill, mask, value)
+
+
+class Pad(Op):
+    """Constant padding (negative amounts crop), pads given last dim first as F.pad."""
+
+    name = "pad"
+
+    def __init__(self, pad, value=0) -> None:
+        self.pad, self.value = tuple(pad), value
+
+    def infer(self, x):
+        p = self.pad
+        if len(p) % 2:
+            raise ShapeError(f"pad: the padding length must be divisible by 2, got {p}",
+                             op="pad")
+        if len(p) // 2 > x.ndim:
+            raise ShapeError(f"pad: {len(p)} pad values need at least {len(p) // 2} dims, got "
+                             f"{describe(x)}", op="pad", operands=[("input", describe(x))])
+        pairs = [(0, 0)] * x.ndim
+        for i in range(len(p) // 2):
+            pairs[x.ndim - 1 - i] = (p[2 * i], p[2 * i + 1])
+        self.pairs = pairs
+        shape = []
+        for s, (a, b) in zip(x.shape, pairs):
+            n = s + a + b
+            kept = s + min(a, 0) + min(b, 0)  # negative pads crop the input first
+            if type(kept) is int and kept < 0:
+                raise ShapeError(f"pad: padding {p} crops more than the size {s} of a dim",
+                                 op="pad", operands=[("input", describe(x))])
+            if type(n) is int and n < 0:
+                raise ShapeError(f"pad: padding {p} makes a dim of size {s} negative",
+                                 op="pad", operands=[("input", describe(x))])
+            shape.append(n)
+        return tuple(shape), x.dtype
+
+    def forward(self, x):
+        if any(a < 0 or b < 0 for a, b in self.pairs):
+            x = x[tuple(slice(max(-a, 0), n - max(-b, 0)) for (a, b), n in
+                        zip(self.pairs, x.shape))]
+        width = [(max(a, 0), max(b, 0)) for a, b in self.pairs]
+        return np.pad(x, width, constant_values=np.asarray(self.value).astype(x.dtype))
+
+    def backward(self, g):
+        return (apply(Pad(tuple(-v for v in self.pad), 0), g),)
+
+
+def _pad_index(n: int, a: int, b: int, mode: str) -> np.ndarray:
+    i = np.arange(-a, n + b)
+    if mode == "reflect":
+        if a >= n or b >= n:
+            raise ShapeError(f"pad: reflect padding ({a}, {b}) must be smaller than the dim "
+                             f"size {n}", op="pad")
+        period = 2 * (n - 1)
+        j = np.abs(i) % period if period else np.zeros_like(i)
+        return np.where(j >= n, period - j, j)
+    if mode == "replicate":
+        return np.clip(i, 0, n - 1)
+    if a > n or b > n:
+        raise ShapeError(f"pad: circular padding ({a}, {b}) must not exceed the dim size {n}",
+                         op="pad")
+    return i % n
+
+
+def pad(x: Tensor, pad, mode: str = "constant", value=0) -> Tensor:
+    """F.pad: pad = (left, right) for the last dim, then the one before, ..."""
+    pad = tuple(pad)
+    if mode == "constant":
+        return apply(Pad(pad, 0 if value is None else value), x)
+    if mode not in ("reflect", "replicate", "circular"):
+        raise ShapeError(f"pad: unknown mode {mode!r}", op="pad",
+                         hint="use 'constant', 'reflect', 'replicate' or 'circular'")
+    Pad(pad).infer(x)  # the same checks as constant padding
+    from ...device import meta
+
+    for i in range(len(pad) // 2):
+        d, a, b = x.ndim - 1 - i, pad[2 * i], pad[2 * i + 1]
+        if a == 0 and b == 0:
+            continue
+        n = x.shape[d]
+        if type(n) is not int or n == 0 or a < 0 or b < 0:
+            raise ShapeError(f"pad: {mode} padding needs a concrete non-empty dim and "
+                             f"non-negative pads, got {n} and ({a}, {b})", op="pad")
+        idx = _pad_index(n, a, b, mode)
+        it = Tensor._make(None if x.device is meta else idx, idx.shape, _dt.int64, x.device)
+        x = index_select(x, d, it)
+    return x
+
