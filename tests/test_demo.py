@@ -1,7 +1,7 @@
 """The README's first command: the demo trains a ViT to >= 95% and round-trips a checkpoint."""
 
 from shapeflow.cli import main
-from shapeflow.demo import run_demo
+from shapeflow.cli.demo import run_demo
 
 
 def test_demo_reaches_95_percent_and_reloads(tmp_path, capsys):

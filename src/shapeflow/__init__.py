@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from . import _methods  # noqa: F401  (attaches op methods to Tensor)
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
-from .device import Device, cpu
+from .device import Device, cpu, get_default_device, set_default_device
 from .device import get_device as device
 from .dtypes import (
-    DType, bfloat16, float16, float32, float64, get_dtype, int8, int16, int32, int64,
-    promote_types, result_type, uint8,
+    DType, bfloat16, float16, float32, float64, get_default_dtype, get_dtype, int8, int16, int32,
+    int64, promote_types, result_type, set_default_dtype, uint8,
 )
 from .dtypes import bool_ as bool  # noqa: A001  (PyTorch's name: sf.bool)
 from .errors import (

@@ -70,7 +70,7 @@ bool_ = DType("bool", np.bool_, _BOOL, False, "bool")
 ALL = (float64, float32, float16, bfloat16, int64, int32, int16, int8, uint8, bool_)
 FLOATS = (float64, float32, float16, bfloat16)
 
-default_float = float32
+default_float = float32  # read as `dtypes.default_float` at each use: set_default_dtype moves it
 default_int = int64
 
 _BY_NAME = {d.name: d for d in ALL}
@@ -99,6 +99,21 @@ def get_dtype(x) -> DType:
         return _BY_NP[np.dtype(x)]
     except (TypeError, KeyError):
         raise DTypeError(f"shapeflow has no dtype for {x!r}") from None
+
+
+def get_default_dtype() -> DType:
+    """The dtype of floating-point tensors made without one (float32 unless set)."""
+    return default_float
+
+
+def set_default_dtype(d: DType | str) -> None:
+    """Set the default floating-point dtype (as `torch.set_default_dtype`; process-wide)."""
+    global default_float
+    dt = get_dtype(d)
+    if dt not in FLOATS:
+        raise DTypeError(f"the default dtype must be a floating-point dtype, got {dt}",
+                         hint="use float32, float64, float16 or bfloat16")
+    default_float = dt
 
 
 def from_numpy_dtype(np_dtype) -> DType:

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from . import dtypes as _dt
-from .device import get_device, meta
+from .device import get_default_device, get_device, meta
 from .errors import DTypeError, ShapeError
 from .random import Generator, get_rng
 from .tensor import Tensor, from_numpy, tensor  # noqa: F401  (re-exported)
@@ -42,10 +42,13 @@ def _is_size(s) -> bool:
 
 
 def _make(size, dtype, device, requires_grad, fill):
-    """A tensor of `size` whose data `fill(shape, np_dtype)` makes (not called on meta)."""
+    """A tensor of `size` whose data `fill(shape, np_dtype)` makes (not called on meta).
+
+    With no dtype: the default float dtype; with no device: the default (`with sf.device`).
+    """
     shape = _size(size)
     dt = _dt.default_float if dtype is None else _dt.get_dtype(dtype)
-    dev = get_device(device)
+    dev = get_default_device() if device is None else get_device(device)
     if dev is meta:
         out = Tensor._make(None, shape, dt, meta)
     else:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import dtypes as _dt
-from .device import Device, cpu, get_device, meta
+from .device import Device, cpu, get_default_device, get_device, meta
 from .dtypes import DType
 from .errors import DeviceError, DTypeError, GraphError, ShapeflowError
 from .shape import Shape, format_shape, known_shape
@@ -393,7 +393,7 @@ def _infer_dtype(data) -> DType:
 
 def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """A new tensor holding a copy of `data` (nested lists, numbers, arrays or tensors)."""
-    device = get_device(device)
+    device = get_default_device() if device is None else get_device(device)
     if isinstance(data, Tensor):
         src = data.detach()
         dt = _dt.get_dtype(dtype) if dtype is not None else data.dtype
@@ -431,7 +431,8 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
         device is None or get_device(device) is data.device
     ):
         return data
-    if isinstance(data, np.ndarray) and dtype is None and device in (None, "cpu"):
+    if isinstance(data, np.ndarray) and dtype is None and (
+            device == "cpu" if device is not None else get_default_device() is cpu):
         return from_numpy(data)
     return tensor(data, dtype=dtype, device=device)
 

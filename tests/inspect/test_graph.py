@@ -8,8 +8,8 @@ import pytest
 
 import shapeflow as sf
 from shapeflow import nn
-from shapeflow.graph_cli import Figure2
-from shapeflow.graph_cli import main as graph_main
+from shapeflow.cli.graph import Figure2
+from shapeflow.cli.graph import main as graph_main
 from shapeflow.inspect import graph as graph_mod
 from shapeflow.inspect.graph import RenderError, graph
 from shapeflow.ops.base import saved_arrays
@@ -291,12 +291,12 @@ def test_render_without_dot_names_the_package(monkeypatch, tmp_path):
 
 
 def test_cli_writes_dot_and_svg(tmp_path, capsys):
-    assert graph_main(["shapeflow.graph_cli:figure2", "--input", "784,B"]) == 0
+    assert graph_main(["shapeflow.cli.graph:figure2", "--input", "784,B"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("digraph") and "[784, B] f32" in out
     if shutil.which("dot"):
         target = tmp_path / "f.svg"
-        args = ["shapeflow.graph_cli:figure2", "--input", "784,B", "-o", str(target),
+        args = ["shapeflow.cli.graph:figure2", "--input", "784,B", "-o", str(target),
                 "--backward"]
         assert graph_main(args) == 0
         assert ET.parse(target).getroot().tag.endswith("svg")

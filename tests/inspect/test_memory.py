@@ -303,7 +303,7 @@ def test_cli_vit_and_entry_point(capsys):
     assert cli_main(["memory", "vit", "--image-size", "32", "--patch-size", "8", "--layers",
                      "1", "--d-model", "32", "--heads", "2", "--classes", "10"]) == 0
     assert "ViT" in capsys.readouterr().out
-    assert cli_main(["memory", "shapeflow.graph_cli:figure2", "--input", "784,B", "--batch",
+    assert cli_main(["memory", "shapeflow.cli.graph:figure2", "--input", "784,B", "--batch",
                      "8"]) == 0
     assert "Figure2" in capsys.readouterr().out
     assert cli_main(["memory", "gpt", "--devices", "3", "--tensor-parallel", "2"]) == 1

@@ -7,14 +7,15 @@ DOT source for a `.dot` file (or on stdout when no -o is given).
 
 from __future__ import annotations
 
+import argparse
 import math
 import sys
 
-from . import factories, nn
-from .ops.elementwise import relu
+from .. import factories, nn
+from ..ops.elementwise import relu
 
 
-def add_parser(subparsers) -> None:
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register the `graph` subcommand on an argparse subparsers object."""
     p = subparsers.add_parser(
         "graph", help="draw the computation graph (svg/png/pdf via Graphviz, or DOT)",
@@ -46,18 +47,22 @@ def _overrides(name: str, sizes: list) -> dict:
     return {}
 
 
-def run(args) -> int:
-    from . import dtypes
-    from .errors import ShapeflowError
-    from .inspect.graph import graph
-    from .models.registry import build_model, default_input, parse_input
+def run(args: argparse.Namespace) -> int:
+    """Run `shapeflow graph` with parsed arguments; the exit status."""
+    from .. import dtypes
+    from ..device import meta
+    from ..errors import ShapeflowError
+    from ..inspect.graph import graph
+    from ..models.registry import build_model, default_input, parse_input
 
     spec = args.input or default_input(args.model)
     if spec is None:
         print("--input is needed for a module:factory model", file=sys.stderr)
         return 2
     try:
-        model = build_model(args.model, device="meta", **_overrides(args.model, _sizes(spec)))
+        with meta:  # built there directly: no weights are allocated, even for a factory's
+            model = build_model(args.model, device="meta",
+                                **_overrides(args.model, _sizes(spec)))
         if args.dtype:
             dtype = dtypes.get_dtype(args.dtype)
         else:
@@ -90,14 +95,12 @@ class Figure2(nn.Module):
 
 
 def figure2(in_features: int = 784, out_features: int = 100) -> Figure2:
-    """The Figure-2 model: `shapeflow graph shapeflow.graph_cli:figure2 --input "784,B"`."""
+    """The Figure-2 model: `shapeflow graph shapeflow.cli.graph:figure2 --input "784,B"`."""
     return Figure2(in_features, out_features)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the subcommand alone (`python -m shapeflow.graph_cli MODEL ...`)."""
-    import argparse
-
+    """Run the subcommand alone (`python -m shapeflow.cli.graph MODEL ...`)."""
     parser = argparse.ArgumentParser(prog="shapeflow")
     add_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["graph", *(sys.argv[1:] if argv is None else argv)])

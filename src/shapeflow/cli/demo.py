@@ -2,24 +2,36 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import tempfile
 import time
 
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-from .inspect.units import format_bytes
+from ..inspect.units import format_bytes
 
 DEMO_VIT = dict(image_size=8, patch_size=2, in_channels=1, num_classes=10, dim=64, depth=2,
                 heads=4, mlp_ratio=2, dropout=0.0)
 
 
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register the `demo` subcommand on an argparse subparsers object."""
+    d = subparsers.add_parser("demo",
+                              help="shape chain, train a ViT on digits, memory, checkpoint")
+    d.add_argument("--epochs", type=int, default=40)
+    d.add_argument("--seed", type=int, default=0)
+    d.add_argument("--out", default=None, help="where to write the checkpoint")
+    d.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run `shapeflow demo` with parsed arguments; the exit status."""
+    return run_demo(epochs=args.epochs, seed=args.seed, out=args.out)
+
+
 def evaluate(model, dataset, batch_size: int = 512) -> float:
     """Top-1 accuracy of model on a TensorDataset."""
-
-    from .autograd.grad_mode import no_grad
-    from .data import DataLoader
+    from ..autograd.grad_mode import no_grad
+    from ..data import DataLoader
 
     model.eval()
     correct = 0
@@ -32,6 +44,9 @@ def evaluate(model, dataset, batch_size: int = 512) -> float:
 
 def run_demo(epochs: int = 40, seed: int = 0, out: str | None = None) -> int:
     """Print the chain, train, report memory, round-trip a checkpoint; 0 on success."""
+    from rich.console import Console  # here, not at import: `shapeflow --help` stays quick
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
     import shapeflow as sf
     from shapeflow import nn, optim
     from shapeflow.data import DataLoader

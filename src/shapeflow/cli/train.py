@@ -2,7 +2,37 @@
 
 from __future__ import annotations
 
+import argparse
+import sys
 import time
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register the `train` subcommand on an argparse subparsers object."""
+    t = subparsers.add_parser("train", help="train a reference model on bundled data")
+    t.add_argument("model", choices=["gpt"])
+    t.add_argument("--steps", type=int, default=300)
+    t.add_argument("--batch-size", type=int, default=32)
+    t.add_argument("--block-size", type=int, default=64)
+    t.add_argument("--layers", type=int, default=2)
+    t.add_argument("--d-model", type=int, default=128)
+    t.add_argument("--heads", type=int, default=4)
+    t.add_argument("--lr", type=float, default=3e-3)
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--sample-tokens", type=int, default=200)
+    t.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run `shapeflow train` with parsed arguments; the exit status."""
+    if args.model != "gpt":
+        print(f"unknown model {args.model!r}: only 'gpt' can be trained from the CLI",
+              file=sys.stderr)
+        return 2
+    train_gpt(steps=args.steps, batch_size=args.batch_size, block_size=args.block_size,
+              n_layer=args.layers, n_embd=args.d_model, n_head=args.heads, lr=args.lr,
+              seed=args.seed, sample_tokens=args.sample_tokens)
+    return 0
 
 
 def train_gpt(steps: int = 300, batch_size: int = 32, block_size: int = 64, n_layer: int = 2,

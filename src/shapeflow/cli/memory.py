@@ -7,13 +7,14 @@ tensor/sequence parallelism.
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 _PRECISION = {"fp32": "fp32", "float32": "fp32", "bf16": "bf16-mixed", "bfloat16": "bf16-mixed",
               "fp16": "fp16-mixed", "float16": "fp16-mixed"}
 
 
-def add_parser(subparsers) -> None:
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register the `memory` subcommand on an argparse subparsers object."""
     p = subparsers.add_parser(
         "memory", help="what a training step keeps: report and per-device plans (meta device)",
@@ -47,12 +48,12 @@ def add_parser(subparsers) -> None:
 
 def build(args):
     """(model on meta, inputs, target) for the arguments."""
-    from . import dtypes
-    from .factories import empty
-    from .models.registry import DEFAULTS, build_model, parse_input
+    from .. import dtypes
+    from ..factories import empty
+    from ..models.registry import DEFAULTS, build_model, parse_input
 
     if args.model == "gpt":
-        from .models import GPT
+        from ..models import GPT
 
         d = DEFAULTS["gpt"][1]
         model = GPT(vocab_size=args.vocab, block_size=args.seq, n_layer=args.layers or d[
@@ -70,11 +71,11 @@ def build(args):
         return model, (x,)
     spec = args.input
     if spec is None:
-        from .models.registry import default_input
+        from ..models.registry import default_input
 
         spec = default_input(args.model)
     if spec is None:
-        from .errors import ShapeflowError
+        from ..errors import ShapeflowError
 
         raise ShapeflowError(f"--input is needed for the model {args.model}",
                              hint='e.g. --input "B,3,32,32"')
@@ -85,12 +86,15 @@ def build(args):
     return model, (x,)
 
 
-def run(args) -> int:
-    from .errors import ShapeflowError
-    from .inspect.memory import report
+def run(args: argparse.Namespace) -> int:
+    """Run `shapeflow memory` with parsed arguments; the exit status."""
+    from ..device import meta
+    from ..errors import ShapeflowError
+    from ..inspect.memory import report
 
     try:
-        model, inputs = build(args)
+        with meta:  # the model is built there directly: its weights are never allocated
+            model, inputs = build(args)
         rep = report(model, *inputs, optimizer=None if args.optimizer == "none" else
                      args.optimizer, precision=_PRECISION[args.dtype],
                      mode="inference" if args.inference else "train",

@@ -1,0 +1,8 @@
+"""`python -m shapeflow ...`: the same as the `shapeflow` command."""
+
+import sys
+
+from .cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

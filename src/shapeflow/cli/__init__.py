@@ -1,0 +1,41 @@
+"""The `shapeflow` command: demo, train, summary, memory, graph."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def _version() -> str:
+    from .. import __version__
+    from ..backend import buffers, gemm, kernels
+
+    return (f"shapeflow {__version__} (gemm: {gemm.backend()}, compiled kernels: "
+            f"{'on' if kernels.available() else 'off'}, buffer cache: "
+            f"{'on' if buffers.enabled() else 'off'})")
+
+
+class _Version(argparse.Action):
+    """--version, looked up only when asked (it loads the native libraries)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(_version())
+        parser.exit()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser for `shapeflow [--version] COMMAND ...`, each subcommand from its module."""
+    from . import demo, graph, memory, summary, train
+
+    p = argparse.ArgumentParser(prog="shapeflow", description=__doc__)
+    p.add_argument("--version", action=_Version, nargs=0,
+                   help="the version and which native parts of the cpu backend are in use")
+    sub = p.add_subparsers(dest="command", required=True)
+    for command in (demo, train, summary, memory, graph):
+        command.add_parser(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line `argv` (sys.argv[1:] when None); the exit status."""
+    args = build_parser().parse_args(argv)
+    return args.func(args)
