@@ -2,15 +2,23 @@
 
 `dim` is an int, a tuple or None (all dims), negative ok; as in PyTorch an empty tuple
 also means all dims for sum, mean, prod, amax/amin, var/std, logsumexp and norm.
+
+One family a module; this package re-exports them, so `ops.reduce.X` names stay as they were.
 """
 
 from __future__ import annotations
 
-# Re-exports: importers name shapeflow.ops.reduce.X (Sum, expand_to...); `sf.*` gets __all__.
-# ruff: noqa: F401
-from ._common import Reduction, expand_to, reduce_dims, reduced_shape
-from .cumulative import Cumsum, cumsum
-from .extrema import (
+from ._common import (  # noqa: F401  (re-exported: importers use these)
+    Reduction,
+    expand_to,
+    reduce_dims,
+    reduced_shape,
+)
+from .cumulative import (  # noqa: F401  (re-exported: importers use these)
+    Cumsum,
+    cumsum,
+)
+from .extrema import (  # noqa: F401  (re-exported: importers use these)
     AMax,
     ArgMax,
     MaxDim,
@@ -24,10 +32,31 @@ from .extrema import (
     max,
     min,
 )
-from .logical import AllAny, all, any
-from .moments import Std, Var, std, var
-from .norm import VectorNorm, norm
-from .sums import LogSumExp, Mean, Prod, Sum, logsumexp, mean, prod, sum
+from .logical import (  # noqa: F401  (re-exported: importers use these)
+    AllAny,
+    all,
+    any,
+)
+from .moments import (  # noqa: F401  (re-exported: importers use these)
+    Std,
+    Var,
+    std,
+    var,
+)
+from .norm import (  # noqa: F401  (re-exported: importers use these)
+    VectorNorm,
+    norm,
+)
+from .sums import (  # noqa: F401  (re-exported: importers use these)
+    LogSumExp,
+    Mean,
+    Prod,
+    Sum,
+    logsumexp,
+    mean,
+    prod,
+    sum,
+)
 
 METHODS = ("sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var",
            "std", "logsumexp", "cumsum", "all", "any", "norm")
