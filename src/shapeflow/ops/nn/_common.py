@@ -1,0 +1,62 @@
+"""Helpers the nn op families share: recording checks, compute dtypes, row blocks."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ... import dtypes as _dt
+from ...autograd import grad_mode
+from ...errors import DTypeError
+from ...tensor import Tensor, describe
+from ..base import LAYER_INPUT, Saved
+
+_CHUNK = 1 << 16  # elements per block of rows (256 KiB of float32: stays in L2)
+_LAYER_X = Saved.input(0, LAYER_INPUT)
+
+
+def _recording(*inputs) -> bool:
+    """Whether apply() will record this op (so forward should keep what backward needs)."""
+    return grad_mode.state.enabled and any(t.requires_grad for t in inputs)
+
+
+def _create_graph() -> bool:
+    """Inside backward: True when create_graph=True (grads must be differentiable)."""
+    return grad_mode.state.enabled
+
+
+def _compute_np(dt: _dt.DType):
+    """float16/bfloat16 are computed in float32 (as PyTorch's CPU kernels do)."""
+    return dt.np if dt is _dt.float32 or dt is _dt.float64 else np.dtype(np.float32)
+
+
+def _stat_dtype(dt: _dt.DType) -> _dt.DType:
+    return dt if dt is _dt.float32 or dt is _dt.float64 else _dt.float32
+
+
+def _need_float(op: str, x: Tensor, name: str = "x", hint: str | None = None) -> None:
+    if x.dtype.category != 2:
+        raise DTypeError(
+            f"{op}: {name} must be floating point, got {x.dtype}", op=op,
+            operands=[(name, describe(x))],
+            hint=hint or f"call {name}.float() first")
+
+
+def _dense(g: Tensor) -> Tensor:
+    """g without zero strides (a broadcast upstream grad, e.g. from sum()): NumPy's matmul
+    falls back from BLAS to a slow loop on those."""
+    d = g.data
+    if d is not None and d.ndim and not d.flags.c_contiguous and 0 in d.strides:
+        return g.contiguous()
+    return g
+
+
+def _blocks(rows: int, n: int):
+    """Slices of rows covering [0, rows), each about _CHUNK elements."""
+    step = max(1, _CHUNK // max(n, 1))
+    for i in range(0, rows, step):
+        yield slice(i, i + step)
+
+
+def _as_rows(a: np.ndarray, n: int) -> np.ndarray:
+    """The array as [rows, n] over its trailing elements (a view when it can be)."""
+    return a.reshape(-1, n) if n else a.reshape(a.size, 0)

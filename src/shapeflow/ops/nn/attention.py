@@ -1,0 +1,219 @@
+"""scaled_dot_product_attention as one primitive (scores, mask, softmax, dropout, @ v)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ... import dtypes as _dt
+from ...backend import kernels
+from ...errors import DTypeError, ShapeError
+from ...random import get_rng
+from ...shape import broadcast_shapes, dims_equal, format_shape
+from ...tensor import Tensor, describe
+from ..base import ATTENTION, DROPOUT_MASK, LAYER_INPUT, Op, Saved, apply
+from ..elementwise import where
+from ._common import _as_rows, _create_graph, _dense, _need_float
+from .dropout import _mask_scale
+from .softmax import SoftmaxBackward, _softmax_rows, softmax
+
+
+class Attention(Op):
+    """softmax(q @ k^T * scale + mask) @ v, with dropout on the probabilities.
+
+    Saves q, k, v, the probabilities and, with dropout, its bool mask and the dropped
+    probabilities (the PV matmul's input): what Korthikanti et al. count for attention.
+    """
+
+    name = "scaled_dot_product_attention"
+
+    def __init__(self, scale, is_causal: bool, dropout_p: float, mask_kind, generator) -> None:
+        self.scale, self.is_causal, self.p = scale, is_causal, dropout_p
+        self.mask_kind, self.generator = mask_kind, generator
+
+    def infer(self, q, k, v, *mask):
+        op = self.name
+        ops = [("q", describe(q)), ("k", describe(k)), ("v", describe(v))]
+        for name, t in (("q", q), ("k", k), ("v", v)):
+            if t.ndim < 2:
+                raise ShapeError(f"{op}: {name} must have at least 2 dims [..., L, E], got "
+                                 f"{format_shape(t.shape)}", op=op, operands=ops)
+            _need_float(op, t, name)
+        if not (q.dtype is k.dtype is v.dtype):
+            raise DTypeError(f"{op}: q, k, v have different dtypes ({q.dtype}, {k.dtype}, "
+                             f"{v.dtype})", op=op, operands=ops, hint="cast them to one dtype")
+        L, E = q.shape[-2], q.shape[-1]
+        S, Ek = k.shape[-2], k.shape[-1]
+        if not dims_equal(E, Ek):
+            hint = None
+            if dims_equal(S, E):
+                hint = (f"k looks transposed ([..., E, S] = {format_shape(k.shape)}): pass k "
+                        "as [..., S, E]; attention transposes it itself")
+            elif dims_equal(L, Ek):
+                hint = (f"q looks transposed ([..., E, L] = {format_shape(q.shape)}): use "
+                        "q.transpose(-2, -1)")
+            raise ShapeError(f"{op}: q's last dim ({E}) != k's last dim ({Ek})", op=op,
+                             operands=ops, hint=hint)
+        if not dims_equal(v.shape[-2], S):
+            hint = None
+            if dims_equal(v.shape[-1], S):
+                hint = (f"v looks transposed ([..., Ev, S] = {format_shape(v.shape)}): pass v "
+                        "as [..., S, Ev]")
+            raise ShapeError(f"{op}: k has {S} positions (dim -2) but v has {v.shape[-2]}",
+                             op=op, operands=ops, hint=hint)
+        batch = broadcast_shapes(tuple(q.shape[:-2]), tuple(k.shape[:-2]), op, ("q", "k"))
+        self.scores_shape = tuple(batch) + (L, S)
+        out_batch = broadcast_shapes(tuple(batch), tuple(v.shape[:-2]), op, ("q", "v"))
+        if mask:
+            m = mask[0]
+            if m.dtype.category == 1:
+                raise DTypeError(f"{op}: attn_mask must be bool (True = attend) or float "
+                                 f"(added to the scores), got {m.dtype}", op=op,
+                                 operands=ops + [("attn_mask", describe(m))],
+                                 hint="use mask.bool()")
+            if m.dtype.category == 2 and m.dtype is not q.dtype:
+                raise DTypeError(f"{op}: a float attn_mask must have q's dtype {q.dtype}, got "
+                                 f"{m.dtype}", op=op, operands=ops + [("attn_mask",
+                                                                       describe(m))])
+            full = broadcast_shapes(tuple(m.shape), self.scores_shape, op,
+                                    ("attn_mask", "scores"))
+            if tuple(full) != self.scores_shape:
+                raise ShapeError(
+                    f"{op}: attn_mask {format_shape(m.shape)} does not broadcast to the "
+                    f"scores {format_shape(self.scores_shape)} ([..., L, S])", op=op,
+                    operands=ops + [("attn_mask", describe(m))])
+        if self.scale is None:
+            self.scale = 1.0 / math.sqrt(E) if type(E) is int else None
+        self.need_mask_grad = bool(mask) and mask[0].requires_grad
+        return tuple(out_batch) + (L, v.shape[-1]), q.dtype
+
+    def saved(self, q, k, v, *mask, out):
+        kept = (Saved.input(0, LAYER_INPUT), Saved.input(1, LAYER_INPUT),
+                Saved.input(2, LAYER_INPUT))
+        if mask:
+            kept += (Saved.input(3),)
+        kept += (Saved.new("probs", self.scores_shape, q.dtype, ATTENTION),)
+        if self.p > 0:
+            kept += (Saved.new("keep", self.scores_shape, _dt.bool_, DROPOUT_MASK),
+                     Saved.new("dropped", self.scores_shape, q.dtype, ATTENTION))
+        return kept
+
+    def forward(self, q, k, v, mask=None):
+        s = np.matmul(q, np.swapaxes(k, -1, -2))
+        L, S = s.shape[-2:]
+        if not (mask is None and s.size and kernels.softmax_rows(
+                _as_rows(s, S), self.scale, L if self.is_causal else 0, True)):
+            self._softmax_numpy(s, mask)  # else: scale, mask and softmax in one compiled pass
+        self.probs = s
+        if self.p > 0:
+            r = np.asarray(get_rng(self.generator).random(s.shape, dtype=np.float32))
+            keep = r >= self.p
+            pd = np.multiply(s, keep, out=r if s.dtype == np.float32 else None)
+            pd *= pd.dtype.type(1.0 / (1.0 - self.p) if self.p < 1 else 0.0)
+            self.keep, self.dropped = keep, pd
+            return np.matmul(pd, v)
+        return np.matmul(s, v)
+
+    def _softmax_numpy(self, s: np.ndarray, mask) -> None:
+        """softmax(s * scale + mask) in place, in NumPy passes."""
+        L, S = s.shape[-2:]
+        s *= s.dtype.type(self.scale)  # scale the scores in place: no scaled copy of q
+        if self.is_causal:
+            np.minimum(s, _causal_bound(L, S, s.dtype), out=s)
+        elif mask is not None:
+            if mask.dtype == np.bool_:
+                np.copyto(s, -np.inf, where=~mask)
+            else:
+                s += mask
+        if s.size:
+            _softmax_rows(_as_rows(s, S), _as_rows(s, S), False, zero_empty=True)
+
+    def backward(self, g):
+        saved = list(self.saved_tensors)
+        q, k, v = saved[0], saved[1], saved[2]
+        mask = saved[3] if self.mask_kind else None
+        keep = saved[-2] if self.p > 0 else None
+        p = saved[-3] if self.p > 0 else saved[-1]
+        scale = self.scale if self.scale is not None else q.shape[-1] ** -0.5
+        ks = 1.0 / (1.0 - self.p) if self.p < 1 else 0.0
+        need = [n is not None for n in self.next[0::3]]
+        create = _create_graph()
+        g = _dense(g)
+        if create:
+            s = (q @ k.mT) * scale
+            if self.is_causal:
+                s = where(_causal_keep(s), s, float("-inf"))
+            elif mask is not None:
+                s = where(mask, s, float("-inf")) if mask.dtype is _dt.bool_ else s + mask
+            p = softmax(s, -1)
+        if keep is None:
+            pd = p
+        else:  # the dropped probabilities as saved, or as a function of p for grad of grad
+            pd = _mask_scale(p, keep, ks) if create else saved[-1]
+        dv = pd.mT @ g if need[2] else None
+        dq = dk = dm = None
+        if need[0] or need[1] or (len(need) > 3 and need[3]):
+            dpd = g @ v.mT
+            if create:
+                dp = dpd * keep * ks if keep is not None else dpd
+                ds_raw = p * (dp - (dp * p).sum(-1, keepdim=True))
+                ds = ds_raw * scale
+            else:
+                ds = apply(SoftmaxBackward(p.ndim - 1, scale * (ks if keep is not None else 1)),
+                           p, dpd, *((keep,) if keep is not None else ()))
+                ds_raw = ds * (1.0 / scale) if self.need_mask_grad else None
+            if need[0]:
+                dq = ds @ k
+            if need[1]:
+                dk = ds.mT @ q
+            if self.need_mask_grad:
+                dm = ds_raw
+        return (dq, dk, dv) + ((dm,) if self.mask_kind else ())
+
+
+_causal_bounds: dict = {}
+
+
+def _causal_bound(L: int, S: int, dtype) -> np.ndarray:
+    """[L, S]: +inf where a causal query may look, -inf above the diagonal.
+
+    np.minimum with it masks the scores in one broadcast pass (a masked copyto is ~10x
+    slower), and sends +inf scores above the diagonal to -inf too, as masked_fill does.
+    """
+    key = (L, S, np.dtype(dtype))
+    bound = _causal_bounds.get(key)
+    if bound is None:
+        if len(_causal_bounds) > 16:
+            _causal_bounds.clear()
+        bound = np.where(np.triu(np.ones((L, S), bool), 1), -np.inf, np.inf).astype(dtype)
+        _causal_bounds[key] = bound
+    return bound
+
+
+def _causal_keep(s: Tensor) -> Tensor:
+    """The [L, S] bool mask of positions a causal query may see (top-left aligned)."""
+    L, S = s.shape[-2:]
+    if s.data is None:
+        return Tensor._make(None, (L, S), _dt.bool_, s.device)
+    return Tensor._make(np.tril(np.ones((L, S), bool)), (L, S), _dt.bool_, s.device)
+
+
+def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask=None,
+                                 dropout_p: float = 0.0, is_causal: bool = False,
+                                 scale: float | None = None, enable_gqa: bool = False,
+                                 generator=None) -> Tensor:
+    """softmax(q @ k^T * scale + mask) @ v (PyTorch semantics; bool mask: True = attend)."""
+    if enable_gqa:
+        raise NotImplementedError("scaled_dot_product_attention: enable_gqa is not supported; "
+                                  "repeat k and v over the head dim instead")
+    if is_causal and attn_mask is not None:
+        raise ValueError("scaled_dot_product_attention: pass either attn_mask or "
+                         "is_causal=True, not both")
+    if not 0.0 <= dropout_p <= 1.0:
+        raise ValueError(f"scaled_dot_product_attention: dropout_p must be in [0, 1], got "
+                         f"{dropout_p}")
+    op = Attention(scale, is_causal, float(dropout_p), None if attn_mask is None else
+                   ("bool" if attn_mask.dtype is _dt.bool_ else "float"), generator)
+    extra = (attn_mask,) if attn_mask is not None else ()
+    return apply(op, query, key, value, *extra)

@@ -1,0 +1,172 @@
+"""Regression and binary losses (mse, l1, binary cross-entropy) and the reduction checks."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import DTypeError, ShapeError
+from ...shape import broadcast_shapes, dims_equal, format_shape
+from ...tensor import Tensor, describe
+from ..base import Op, Saved, apply
+
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+def _check_reduction(op: str, reduction: str) -> None:
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{op}: reduction must be 'none', 'mean' or 'sum', got {reduction!r}")
+
+
+def _reduce(loss: Tensor, reduction: str) -> Tensor:
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss
+
+
+def _check_pair(op: str, input: Tensor, target: Tensor) -> None:
+    """Regression losses need input and target of one shape (shapeflow does not broadcast)."""
+    ops = [("input", describe(input)), ("target", describe(target))]
+    si, st = tuple(input.shape), tuple(target.shape)
+    if len(si) == len(st) and all(dims_equal(a, b) for a, b in zip(si, st)):
+        if input.dtype.category != 2 or target.dtype.category != 2:
+            bad = "input" if input.dtype.category != 2 else "target"
+            raise DTypeError(f"{op}: {bad} must be floating point, got "
+                             f"{(input if bad == 'input' else target).dtype}", op=op,
+                             operands=ops, hint=f"use {bad}.float()")
+        return
+    hint = "input and target must have the same shape (PyTorch would broadcast them, " \
+        "which is rarely what a loss means)"
+    unit = _unit_dim(si, st)
+    if unit is not None:
+        d = unit
+        hint = (f"input {format_shape(si)} and target {format_shape(st)} differ by a unit "
+                f"dim: use target.unsqueeze({d}) or input.squeeze({d})")
+    else:
+        unit = _unit_dim(st, si)
+        if unit is not None:
+            d = unit
+            hint = (f"input {format_shape(si)} and target {format_shape(st)} differ by a unit "
+                    f"dim: use target.squeeze({d}) or input.unsqueeze({d})")
+    raise ShapeError(f"{op}: input {format_shape(si)} and target {format_shape(st)} have "
+                     "different shapes", op=op, operands=ops, hint=hint)
+
+
+def _unit_dim(longer, shorter):
+    """The dim d where longer == shorter with a size-1 dim inserted at d, else None."""
+    if len(longer) != len(shorter) + 1:
+        return None
+    for d in range(len(longer)):
+        if longer[d] == 1 and longer[:d] + longer[d + 1:] == shorter:
+            return d
+    return None
+
+
+def mse_loss(input: Tensor, target: Tensor, *, reduction: str = "mean") -> Tensor:
+    """Mean squared error; input and target must have the same shape."""
+    _check_reduction("mse_loss", reduction)
+    _check_pair("mse_loss", input, target)
+    return _reduce((input - target).square(), reduction)
+
+
+def l1_loss(input: Tensor, target: Tensor, *, reduction: str = "mean") -> Tensor:
+    """Mean absolute error; input and target must have the same shape."""
+    _check_reduction("l1_loss", reduction)
+    _check_pair("l1_loss", input, target)
+    return _reduce((input - target).abs(), reduction)
+
+
+class BCEWithLogits(Op):
+    """(1 - y) x + (1 + (pw - 1) y) softplus(-x), times weight: stable for any x."""
+
+    name = "binary_cross_entropy_with_logits"
+
+    def __init__(self, has_w: bool, has_pw: bool) -> None:
+        self.has_w, self.has_pw = has_w, has_pw
+
+    def infer(self, x, y, *extra):
+        _check_pair(self.name, x, y)
+        names = (("weight",) if self.has_w else ()) + (("pos_weight",) if self.has_pw else ())
+        for name, e in zip(names, extra):
+            if e.dtype is not x.dtype:
+                raise DTypeError(f"{self.name}: {name} is {e.dtype} but input is {x.dtype}",
+                                 op=self.name, operands=[("input", describe(x)),
+                                                         (name, describe(e))],
+                                 hint=f"cast it with .to({x.dtype})")
+            shape = broadcast_shapes(tuple(x.shape), tuple(e.shape), self.name,
+                                     ("input", name))
+            if tuple(shape) != tuple(x.shape):
+                raise ShapeError(f"{self.name}: {name} {format_shape(e.shape)} does not "
+                                 f"broadcast to input {format_shape(x.shape)}", op=self.name,
+                                 operands=[("input", describe(x)), (name, describe(e))])
+        return x.shape, x.dtype
+
+    def saved(self, x, y, *extra, out):
+        return tuple(Saved.input(i) for i in range(2 + len(extra)))
+
+    def forward(self, x, y, *extra):
+        w = extra[0] if self.has_w else None
+        pw = extra[-1] if self.has_pw else None
+        sp = np.log1p(np.exp(-np.abs(x)))  # softplus(-x) = log1p(exp(-|x|)) + max(-x, 0)
+        sp += np.maximum(-x, 0)
+        if pw is not None:
+            sp *= (pw - 1) * y + 1
+        loss = x - x * y
+        loss += sp
+        if w is not None:
+            loss *= w
+        return loss
+
+    def backward(self, g):
+        saved = self.saved_tensors
+        x, y = saved[0], saved[1]
+        w = saved[2] if self.has_w else None
+        pw = saved[-1] if self.has_pw else None
+        gw_ = g * w if w is not None else g
+        grads = [None] * len(saved)
+        nxt = [n is not None for n in self.next[0::3]]  # which inputs get a gradient
+        s = x.sigmoid()
+        if pw is not None:
+            lw = (pw - 1.0) * y + 1.0
+            sp = (-x).softplus()
+            if nxt[0]:
+                grads[0] = gw_ * ((1.0 - y) - lw * (1.0 - s))
+            if nxt[1]:
+                grads[1] = gw_ * ((pw - 1.0) * sp - x)
+            if nxt[-1]:
+                grads[-1] = gw_ * y * sp
+        else:
+            if nxt[0]:
+                grads[0] = gw_ * (s - y)
+            if nxt[1]:
+                grads[1] = gw_ * -x
+        if w is not None and nxt[2]:
+            unweighted = apply(BCEWithLogits(False, pw is not None), x, y,
+                               *((pw,) if pw is not None else ()))
+            grads[2] = g * unweighted
+        return tuple(grads)
+
+
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
+                                     weight: Tensor | None = None, *,
+                                     reduction: str = "mean",
+                                     pos_weight: Tensor | None = None) -> Tensor:
+    """Binary cross-entropy on logits (a stable sigmoid + BCE), PyTorch's signature."""
+    _check_reduction("binary_cross_entropy_with_logits", reduction)
+    extra = tuple(t for t in (weight, pos_weight) if t is not None)
+    loss = apply(BCEWithLogits(weight is not None, pos_weight is not None), input, target,
+                 *extra)
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, *,
+                         reduction: str = "mean") -> Tensor:
+    """Binary cross-entropy of probabilities input in [0, 1] (logs clamped at -100)."""
+    _check_reduction("binary_cross_entropy", reduction)
+    _check_pair("binary_cross_entropy", input, target)
+    loss = -(target * input.log().clamp(min=-100.0) +
+             (1.0 - target) * (1.0 - input).log().clamp(min=-100.0))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)

@@ -1,0 +1,321 @@
+"""layer_norm and rms_norm: one row-blocked primitive each way, stats saved for backward."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ... import dtypes as _dt
+from ...backend import kernels
+from ...errors import DTypeError, ShapeError
+from ...shape import dims_equal, format_shape
+from ...tensor import Tensor, describe
+from ..base import NORM_STATS, Op, Saved, apply
+from ..blas_sum import col_sums, row_means
+from ._common import (
+    _CHUNK,
+    _LAYER_X,
+    _as_rows,
+    _blocks,
+    _compute_np,
+    _create_graph,
+    _need_float,
+    _recording,
+    _stat_dtype,
+)
+
+
+def _norm_shape(normalized_shape) -> tuple:
+    if isinstance(normalized_shape, (tuple, list)):
+        return tuple(normalized_shape)
+    return (normalized_shape,)
+
+
+class _Norm(Op):
+    """Shared contract of layer_norm and rms_norm over the last len(normalized_shape) dims."""
+
+    rms = False
+
+    def __init__(self, normalized_shape, eps, has_w: bool, has_b: bool) -> None:
+        self.ns, self.eps, self.has_w, self.has_b = normalized_shape, eps, has_w, has_b
+
+    def infer(self, x, *wb):
+        op, ns, k = self.name, self.ns, len(self.ns)
+        _need_float(op, x)
+        tail = tuple(x.shape[x.ndim - k:]) if x.ndim >= k else None
+        if tail is None or not all(dims_equal(a, b) for a, b in zip(tail, ns)):
+            hint = "normalized_shape must equal the last dims of x"
+            if x.ndim >= 2 and k == 1 and dims_equal(x.shape[1], ns[0]) and x.ndim > 2:
+                hint = (f"{op} normalizes the last dims: for a channels-first input "
+                        f"{format_shape(x.shape)} move the channels last "
+                        f"(x.movedim(1, -1)) or use a GroupNorm")
+            raise ShapeError(
+                f"{op}: normalized_shape {format_shape(ns)} does not match the last "
+                f"{k} dim{'s' if k > 1 else ''} of x {format_shape(x.shape)}", op=op,
+                operands=[("x", describe(x))], hint=hint)
+        for name, t in zip(("weight", "bias") if self.has_w else ("bias",), wb):
+            if tuple(t.shape) != tuple(ns) and not (
+                    len(t.shape) == k and all(dims_equal(a, b) for a, b in zip(t.shape, ns))):
+                raise ShapeError(
+                    f"{op}: {name} {format_shape(t.shape)} does not match normalized_shape "
+                    f"{format_shape(ns)}", op=op,
+                    operands=[("x", describe(x)), (name, describe(t))])
+            if t.dtype is not x.dtype:
+                raise DTypeError(f"{op}: {name} is {t.dtype} but x is {x.dtype}", op=op,
+                                 operands=[("x", describe(x)), (name, describe(t))],
+                                 hint=f"cast with .to({x.dtype})")
+        self.k = k
+        self.lead = x.ndim - k
+        self.stat_shape = tuple(x.shape[: self.lead]) + (1,) * k
+        self.stat_dtype = _stat_dtype(x.dtype)
+        w = wb[0] if self.has_w else None
+        self.need_stats = _recording(x, *wb) and (x.requires_grad or (
+            w is not None and w.requires_grad))
+        return x.shape, x.dtype
+
+    def saved(self, x, *wb, out):
+        if not self.need_stats:
+            return ()
+        kept = (_LAYER_X,)
+        if not self.rms:
+            kept += (Saved.new("mean", self.stat_shape, self.stat_dtype, NORM_STATS),)
+        kept += (Saved.new("rstd", self.stat_shape, self.stat_dtype, NORM_STATS),)
+        if self.has_w and x.requires_grad:
+            kept += (Saved.input(1),)
+        return kept
+
+    def forward(self, x, w=None, b=None):
+        n = math.prod(x.shape[self.lead:])
+        cdt = _compute_np(_dt.from_numpy_dtype(x.dtype))
+        x2 = _as_rows(x, n)
+        w1 = None if w is None else w.reshape(n).astype(cdt, copy=False)
+        b1 = None if b is None else b.reshape(n).astype(cdt, copy=False)
+        fused = kernels.layer_norm(x2, w1, b1, self.eps, self.rms)
+        if fused is not None:  # one compiled pass per row
+            result, mean, rstd = fused
+            if self.need_stats:
+                if mean is not None:
+                    self.mean = mean.reshape(self.stat_shape)
+                self.rstd = rstd.reshape(self.stat_shape)
+            return result.reshape(x.shape)
+        rows = len(x2)
+        result = np.empty(x.shape, cdt)
+        out = _as_rows(result, n)
+        mean = None if self.rms else np.empty((rows, 1), cdt)
+        rstd = np.empty((rows, 1), cdt)
+        buf = np.empty((min(rows, max(1, _CHUNK // max(n, 1))), n), cdt)
+        eps = self.eps
+        for sl in _blocks(rows, n):
+            xb, ob = x2[sl], out[sl]
+            if xb.dtype != cdt:
+                xb = xb.astype(cdt)
+            if self.rms:
+                v = row_means(np.square(xb, out=buf[: len(xb)]))
+                np.copyto(ob, xb)
+            else:
+                m = row_means(xb)
+                np.subtract(xb, m, out=ob)
+                v = row_means(np.square(ob, out=buf[: len(xb)]))
+                mean[sl] = m
+            v += eps
+            r = np.sqrt(v, out=v)
+            np.reciprocal(r, out=r)
+            ob *= r
+            rstd[sl] = r
+            if w1 is not None:
+                ob *= w1
+            if b1 is not None:
+                ob += b1
+        if self.need_stats:
+            if mean is not None:
+                self.mean = mean.reshape(self.stat_shape)
+            self.rstd = rstd.reshape(self.stat_shape)
+        return result.astype(x.dtype, copy=False)
+
+    def backward(self, g):
+        saved = list(self.saved_tensors)
+        gx = gw = gb = None
+        lead = tuple(range(self.lead))
+        if saved:
+            need_x, need_w = self.needs_grad(0), self.has_w and self.needs_grad(1)
+            x = saved.pop(0)
+            mean = None if self.rms else saved.pop(0)
+            rstd = saved.pop(0)
+            w = saved.pop(0) if self.has_w and need_x else None
+            if _create_graph():
+                gx, gw = self._composite_grads(g, x, w, need_x, need_w)
+            else:
+                stats = (rstd,) if self.rms else (mean, rstd)
+                both = need_x and need_w
+                if need_x:
+                    kernel = NormBackward(self.rms, self.lead, self.has_w, with_dw=both)
+                    gx = apply(kernel, g, x, *stats, *((w,) if w is not None else ()))
+                    if both:  # the weight's gradient came out of the same pass
+                        gw = Tensor._make(getattr(kernel, "dw", None), tuple(x.shape[self.lead:]),
+                                          x.dtype, x.device)
+                elif need_w:
+                    gw = apply(NormWeightBackward(self.rms, self.lead), g, x, *stats)
+        if self.has_b:
+            gb = g.sum(lead) if lead else g
+        return (gx,) + ((gw,) if self.has_w else ()) + ((gb,) if self.has_b else ())
+
+    def _composite_grads(self, g, x, w, need_x: bool, need_w: bool):
+        """The same gradients in differentiable Tensor ops (for create_graph=True)."""
+        dims = tuple(range(self.lead, x.ndim))
+        if self.rms:
+            xc = x
+        else:
+            xc = x - x.mean(dims, keepdim=True)
+        rstd = ((xc * xc).mean(dims, keepdim=True) + self.eps).rsqrt()
+        xhat = xc * rstd
+        dxhat = g * w if w is not None else g
+        gx = gw = None
+        if need_x:
+            inner = dxhat - xhat * (dxhat * xhat).mean(dims, keepdim=True)
+            if not self.rms:
+                inner = inner - dxhat.mean(dims, keepdim=True)
+            gx = rstd * inner
+        if need_w:
+            gw = g * xhat
+            if self.lead:
+                gw = gw.sum(tuple(range(self.lead)))
+        return gx, gw
+
+
+class LayerNorm(_Norm):
+    name = "layer_norm"
+
+
+class RMSNorm(_Norm):
+    name = "rms_norm"
+    rms = True
+
+
+class NormBackward(Op):
+    """dx of layer_norm / rms_norm from x and the saved stats: rstd * (dxhat - ...).
+
+    With `with_dw`, the weight's gradient (sum over rows of g * xhat) comes out of the same
+    pass as `self.dw`, so xhat is computed once.
+    """
+
+    name = "layer_norm_backward"
+    differentiable = False
+
+    def __init__(self, rms: bool, lead: int, has_w: bool, with_dw: bool = False) -> None:
+        self.rms, self.lead, self.has_w, self.with_dw = rms, lead, has_w, with_dw
+
+    def infer(self, g, x, *rest):
+        return x.shape, x.dtype
+
+    def forward(self, g, x, *rest):
+        if self.rms:
+            mean, rstd = None, rest[0]
+        else:
+            mean, rstd = rest[0], rest[1]
+        w = rest[-1] if self.has_w else None
+        n = math.prod(x.shape[self.lead:])
+        cdt = rstd.dtype
+        x2, g2 = _as_rows(x, n), _as_rows(g, n)
+        r2 = rstd.reshape(-1, 1)
+        m2 = None if mean is None else mean.reshape(-1, 1)
+        w1 = None if w is None else w.reshape(n).astype(cdt, copy=False)
+        fused = kernels.layer_norm_backward(g2, x2, m2, r2, w1, self.with_dw)
+        if fused is not None:  # two compiled passes per row
+            dx, dw = fused
+            if dw is not None:
+                self.dw = dw.reshape(x.shape[self.lead:]).astype(x.dtype)
+            return dx.reshape(x.shape)
+        rows = len(x2)
+        result = np.empty(x.shape, cdt)
+        dx = _as_rows(result, n)
+        step = min(rows, max(1, _CHUNK // max(n, 1)))
+        xh_buf, dh_buf = np.empty((step, n), cdt), np.empty((step, n), cdt)
+        dw = np.zeros(n, cdt) if self.with_dw else None
+        for sl in _blocks(rows, n):
+            xb, gb, ob, rb = x2[sl], g2[sl], dx[sl], r2[sl]
+            k = len(xb)
+            xhat = xh_buf[:k]
+            if m2 is None:
+                np.multiply(xb, rb, out=xhat)
+            else:
+                np.subtract(xb, m2[sl], out=xhat)
+                xhat *= rb
+            if w1 is not None:
+                dxhat = np.multiply(gb, w1, out=dh_buf[:k])
+            else:
+                dxhat = gb if gb.dtype == cdt else gb.astype(cdt)
+            if dw is not None:  # g * xhat, summed over rows (ob is free until below)
+                dw += col_sums(np.multiply(gb, xhat, out=ob))
+            np.multiply(dxhat, xhat, out=ob)
+            c = row_means(ob)
+            xhat *= c
+            np.subtract(dxhat, xhat, out=ob)
+            if m2 is not None:
+                ob -= row_means(dxhat)
+            ob *= rb
+        if dw is not None:
+            self.dw = dw.reshape(x.shape[self.lead:]).astype(x.dtype, copy=False)
+        return result.astype(x.dtype, copy=False)
+
+
+class NormWeightBackward(Op):
+    """d weight of layer_norm / rms_norm: sum over rows of g * xhat."""
+
+    name = "layer_norm_weight_backward"
+    differentiable = False
+
+    def __init__(self, rms: bool, lead: int) -> None:
+        self.rms, self.lead = rms, lead
+
+    def infer(self, g, x, *stats):
+        return tuple(x.shape[self.lead:]), x.dtype
+
+    def forward(self, g, x, *stats):
+        rstd = stats[-1]
+        mean = None if self.rms else stats[0]
+        n = math.prod(x.shape[self.lead:])
+        cdt = rstd.dtype
+        x2, g2 = _as_rows(x, n), _as_rows(g, n)
+        r2 = rstd.reshape(-1, 1)
+        m2 = None if mean is None else mean.reshape(-1, 1)
+        result = np.zeros(x.shape[self.lead:], cdt)
+        acc = result.reshape(n)
+        buf = np.empty((min(len(x2), max(1, _CHUNK // max(n, 1))), n), cdt)
+        for sl in _blocks(len(x2), n):
+            xb = x2[sl]
+            xhat = buf[: len(xb)]
+            if m2 is None:
+                np.multiply(xb, r2[sl], out=xhat)
+            else:
+                np.subtract(xb, m2[sl], out=xhat)
+                xhat *= r2[sl]
+            xhat *= g2[sl]
+            acc += col_sums(xhat)
+        return result.astype(x.dtype, copy=False)
+
+
+def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """(x - mean) / sqrt(var + eps) * weight + bias over the last dims (biased variance)."""
+    ns = _norm_shape(normalized_shape)
+    extra = tuple(t for t in (weight, bias) if t is not None)
+    return apply(LayerNorm(ns, eps, weight is not None, bias is not None), input, *extra)
+
+
+def _finfo_eps(dt: _dt.DType) -> float:
+    if dt is _dt.bfloat16:
+        import ml_dtypes
+
+        return float(ml_dtypes.finfo(ml_dtypes.bfloat16).eps)
+    return float(np.finfo(dt.np).eps) if dt.category == 2 else float(np.finfo(np.float32).eps)
+
+
+def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
+             eps: float | None = None) -> Tensor:
+    """x / sqrt(mean(x^2) + eps) * weight over the last dims; eps defaults to finfo.eps."""
+    ns = _norm_shape(normalized_shape)
+    if eps is None:
+        eps = _finfo_eps(input.dtype)
+    extra = (weight,) if weight is not None else ()
+    return apply(RMSNorm(ns, eps, weight is not None, False), input, *extra)

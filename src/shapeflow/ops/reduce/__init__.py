@@ -1,0 +1,63 @@
+"""Reductions over dims: sum, mean, prod, max/min, var/std, logsumexp, cumsum, all/any, norm.
+
+`dim` is an int, a tuple or None (all dims), negative ok; as in PyTorch an empty tuple
+also means all dims for sum, mean, prod, amax/amin, var/std, logsumexp and norm.
+
+One family a module; this package re-exports them, so `ops.reduce.X` names stay as they were.
+"""
+
+from __future__ import annotations
+
+from ._common import (  # noqa: F401  (re-exported: importers use these)
+    Reduction,
+    expand_to,
+    reduce_dims,
+    reduced_shape,
+)
+from .cumulative import (  # noqa: F401  (re-exported: importers use these)
+    Cumsum,
+    cumsum,
+)
+from .extrema import (  # noqa: F401  (re-exported: importers use these)
+    AMax,
+    ArgMax,
+    MaxDim,
+    MaxResult,
+    MinResult,
+    OneHot,
+    amax,
+    amin,
+    argmax,
+    argmin,
+    max,
+    min,
+)
+from .logical import (  # noqa: F401  (re-exported: importers use these)
+    AllAny,
+    all,
+    any,
+)
+from .moments import (  # noqa: F401  (re-exported: importers use these)
+    Std,
+    Var,
+    std,
+    var,
+)
+from .norm import (  # noqa: F401  (re-exported: importers use these)
+    VectorNorm,
+    norm,
+)
+from .sums import (  # noqa: F401  (re-exported: importers use these)
+    LogSumExp,
+    Mean,
+    Prod,
+    Sum,
+    logsumexp,
+    mean,
+    prod,
+    sum,
+)
+
+METHODS = ("sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var",
+           "std", "logsumexp", "cumsum", "all", "any", "norm")
+__all__ = list(METHODS)

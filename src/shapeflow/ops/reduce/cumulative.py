@@ -1,0 +1,39 @@
+"""cumsum: a running sum along one dim."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...tensor import Tensor
+from ..base import Op, apply
+from ._common import _int64, _one_dim
+
+
+class Cumsum(Op):
+    """Running sum along one dim; its gradient is the reversed running sum."""
+
+    name = "cumsum"
+
+    def __init__(self, dim: int, reverse: bool = False) -> None:
+        self.dim, self.reverse = dim, reverse
+
+    def infer(self, x):
+        self.d = _one_dim(self.dim, x, self.name)
+        return x.shape, (_int64 if x.dtype.category < 2 else x.dtype)
+
+    def forward(self, x):
+        dt = np.int64 if x.dtype.kind in "biu" else x.dtype
+        if x.ndim == 0:
+            return x.astype(dt)
+        if self.reverse:
+            return np.flip(np.cumsum(np.flip(x, self.d), axis=self.d, dtype=dt), self.d).copy()
+        return np.cumsum(x, axis=self.d, dtype=dt)
+
+    def backward(self, g):
+        return (apply(Cumsum(self.d, not self.reverse), g),)
+
+
+def cumsum(x: Tensor, dim: int, dtype=None) -> Tensor:
+    if dtype is not None:
+        x = x.to(dtype)
+    return apply(Cumsum(dim), x)

@@ -1,0 +1,105 @@
+"""var and std, with PyTorch's correction / unbiased arguments."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ... import dtypes as _dt
+from ...errors import DTypeError
+from ...shape import prod_dims
+from ...tensor import Tensor
+from ..base import OUT, X0, apply
+from ._common import Reduction, _compute_np
+
+
+class Var(Reduction):
+    name = "var"
+
+    def __init__(self, dim, correction, keepdim: bool) -> None:
+        super().__init__(dim, keepdim)
+        self.correction = correction
+
+    def out_dtype(self, dt):
+        if dt.category != 2:
+            raise DTypeError(f"std and var only support floating point dtypes, got {dt}",
+                             op=self.name, hint="convert with .float() first")
+        return dt
+
+    def saved(self, x, out):
+        return (X0,)
+
+    def forward(self, x):
+        dt = x.dtype
+        n = prod_dims(x.shape[d] for d in self.dims)
+        xc = x.astype(_compute_np(_dt.from_numpy_dtype(dt)), copy=False)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            if n - self.correction > 0:
+                out = np.var(xc, axis=self.dims, ddof=self.correction, keepdims=self.keepdim)
+            else:  # PyTorch: divide by max(0, N - correction), giving inf or nan
+                mean_ = np.mean(xc, axis=self.dims, keepdims=True) if n else 0.0
+                ss = np.sum((xc - mean_) ** 2, axis=self.dims, keepdims=self.keepdim)
+                out = ss / 0.0
+        return np.asarray(out).astype(dt, copy=False)
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        centered = x - x.mean(dim=self.dims, keepdim=True)
+        with np.errstate(invalid="ignore"):  # N <= correction: inf * 0 is nan, as in PyTorch
+            return (self.keep(g) * centered * self.grad_scale(),)
+
+    def grad_scale(self) -> float:
+        """d var / d x = (x - mean) * 2 / (N - correction), as PyTorch's var_backward."""
+        denom = prod_dims(self.in_shape[d] for d in self.dims) - self.correction
+        if type(denom) is not int and not isinstance(denom, float):
+            return 1.0  # symbolic sizes (meta only): the value does not matter
+        return 2.0 / denom if denom != 0 else math.inf
+
+
+class Std(Var):
+    """sqrt(var); the gradient is 0 where the std is 0 (as in PyTorch), not nan."""
+
+    name = "std"
+
+    def saved(self, x, out):
+        return (X0, OUT)
+
+    def forward(self, x):
+        out = Var.forward(self, x.astype(_compute_np(_dt.from_numpy_dtype(x.dtype)),
+                                         copy=False))
+        with np.errstate(invalid="ignore"):
+            return np.sqrt(out).astype(x.dtype, copy=False)
+
+    def backward(self, g):
+        from ..elementwise import where
+
+        x, out = self.saved_tensors
+        out = self.keep(out)
+        zero = out == 0
+        gv = where(zero, 0.0, self.keep(g) / (where(zero, 1.0, out) * 2.0))
+        with np.errstate(invalid="ignore"):
+            return (gv * (x - x.mean(dim=self.dims, keepdim=True)) * self.grad_scale(),)
+
+
+def _correction(name: str, dim, unbiased, correction):
+    if isinstance(dim, bool):  # var(x, True): the legacy `unbiased` positional
+        dim, unbiased = None, dim if unbiased is None else unbiased
+    if unbiased is not None and correction is not None:
+        raise ValueError(f"{name}: give either unbiased= or correction=, not both")
+    if correction is None:
+        correction = 1 if unbiased is None or unbiased else 0
+    return dim, correction
+
+
+def var(x: Tensor, dim=None, unbiased=None, keepdim: bool = False, *,
+        correction=None) -> Tensor:
+    """Variance with Bessel's correction by default (divide by N - correction)."""
+    dim, correction = _correction("var", dim, unbiased, correction)
+    return apply(Var(dim, correction, keepdim), x)
+
+
+def std(x: Tensor, dim=None, unbiased=None, keepdim: bool = False, *,
+        correction=None) -> Tensor:
+    dim, correction = _correction("std", dim, unbiased, correction)
+    return apply(Std(dim, correction, keepdim), x)

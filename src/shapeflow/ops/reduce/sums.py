@@ -1,0 +1,145 @@
+"""sum, mean, prod and logsumexp over dims."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from ... import dtypes as _dt
+from ...errors import DTypeError
+from ...shape import prod_dims
+from ...tensor import Tensor
+from ..base import OUT, X0, apply
+from ..blas_sum import sum_over
+from ._common import Reduction, _compute_np, _int64, reduced_shape
+
+
+class Sum(Reduction):
+    name = "sum"
+
+    def out_dtype(self, dt):
+        return _int64 if dt.category < 2 else dt  # PyTorch sums ints and bools as int64
+
+    def forward(self, x):
+        dt = self.out_dtype(_dt.from_numpy_dtype(x.dtype)).np
+        if x.dtype == dt:
+            out = sum_over(x, self.dims, self.keepdim)
+            if out is not None:
+                return out
+        return np.sum(x, axis=self.dims, keepdims=self.keepdim, dtype=dt)
+
+    def backward(self, g):
+        return (self.expand_grad(g),)
+
+
+class Mean(Reduction):
+    name = "mean"
+
+    def out_dtype(self, dt):
+        if dt.category != 2:
+            raise DTypeError(
+                f"mean(): could not infer output dtype. Input dtype must be a floating point "
+                f"dtype, got {dt}", op="mean",
+                hint="pass dtype=sf.float32, or convert with .float() first")
+        return dt
+
+    def forward(self, x):
+        dt = x.dtype
+        acc = _compute_np(_dt.from_numpy_dtype(dt))
+        if x.size == 0:  # the mean of nothing is nan, as in PyTorch (without NumPy's warning)
+            with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
+                warnings.simplefilter("ignore", RuntimeWarning)
+                out = np.mean(x, axis=self.dims, keepdims=self.keepdim, dtype=acc)
+        else:
+            out = sum_over(x, self.dims, self.keepdim) if dt == acc else None
+            if out is not None:
+                out /= math.prod(x.shape[d] for d in self.dims)
+            else:
+                out = np.mean(x, axis=self.dims, keepdims=self.keepdim, dtype=acc)
+        return np.asarray(out).astype(dt, copy=False)
+
+    def backward(self, g):
+        n = prod_dims(self.in_shape[d] for d in self.dims)
+        if type(n) is not int:  # symbolic sizes exist only on meta, where values do not matter
+            return (self.expand_grad(g),)
+        return (self.expand_grad(g / n),)
+
+
+class Prod(Reduction):
+    name = "prod"
+
+    def out_dtype(self, dt):
+        return _int64 if dt.category < 2 else dt
+
+    def saved(self, x, out):
+        return (X0, OUT)
+
+    def forward(self, x):
+        dt = self.out_dtype(_dt.from_numpy_dtype(x.dtype)).np
+        return np.prod(x, axis=self.dims, keepdims=self.keepdim, dtype=dt)
+
+    def backward(self, g):
+        # d prod / d x_i = prod of the others: out / x_i where x_i != 0; where x has exactly
+        # one zero in the slice, the zero gets the product of the rest; with two or more, 0.
+        from ..elementwise import where
+
+        x, out = self.saved_tensors
+        dims = self.dims
+        is_zero = x == 0
+        safe_x = where(is_zero, 1.0, x)
+        one_zero = is_zero.sum(dim=dims, keepdim=True) == 1
+        at_zero = where(one_zero, prod(safe_x, dims, keepdim=True), 0.0)
+        others = where(is_zero, at_zero, self.keep(out) / safe_x)
+        return (self.keep(g) * others,)
+
+
+class LogSumExp(Reduction):
+    name = "logsumexp"
+
+    def out_dtype(self, dt):
+        return dt if dt.category == 2 else _dt.default_float
+
+    def saved(self, x, out):
+        return (X0, OUT)
+
+    def forward(self, x):
+        dt = self.out_dtype(_dt.from_numpy_dtype(x.dtype))
+        xc = x.astype(_compute_np(dt), copy=False)
+        m = np.max(xc, axis=self.dims, keepdims=True, initial=-np.inf)
+        m = np.where(np.isfinite(m), m, 0.0).astype(xc.dtype, copy=False)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            s = np.sum(np.exp(xc - m), axis=self.dims, keepdims=True)
+            out = np.log(s) + m
+        if not self.keepdim:
+            out = out.reshape(reduced_shape(x.shape, self.dims, False))
+        return out.astype(dt.np, copy=False)
+
+    def backward(self, g):
+        from ..elementwise import exp
+
+        x, out = self.saved_tensors
+        return (self.keep(g) * exp(x - self.keep(out)),)
+
+
+def sum(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:  # noqa: A001
+    out = apply(Sum(dim, keepdim), x)
+    return out if dtype is None else out.to(dtype)
+
+
+def mean(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
+    if dtype is not None:
+        x = x.to(dtype)
+    return apply(Mean(dim, keepdim), x)
+
+
+def prod(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
+    if dtype is not None:
+        x = x.to(dtype)
+    return apply(Prod(dim, keepdim), x)
+
+
+def logsumexp(x: Tensor, dim, keepdim: bool = False) -> Tensor:
+    """log(sum(exp(x))) over dim, computed without overflow."""
+    return apply(LogSumExp(dim, keepdim), x)
