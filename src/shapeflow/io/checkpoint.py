@@ -11,6 +11,8 @@ with tags where JSON alone would lose a type:
     {"$float": "nan" | "inf" | "-inf"}  {"$np": [dtype, value]}  {"$dtype": name}
 
 Lists are JSON arrays; every dict is tagged, so no JSON object is ever ambiguous.
+Loading checks the whole header first (`header.py`), on every map_location, and never
+unpickles: a malformed file raises CheckpointError and nothing else.
 """
 
 from __future__ import annotations
@@ -29,18 +31,22 @@ from .. import dtypes as _dt
 from ..device import cpu, meta
 from ..errors import CheckpointError, DeviceError, ShapeflowError
 from ..tensor import Tensor
+from .header import (
+    CODES,
+    MAX_DEPTH,
+    MAX_HEADER,
+    JSONRefused,
+    fail,
+    json_depth,
+    loads,
+    read_header,
+    short,
+)
 
 KEY = "shapeflow"
 FORMAT = "shapeflow.checkpoint"
 VERSION = 1
 _CHUNK = 1 << 24  # bytes per write call
-
-# safetensors dtype codes <-> shapeflow dtypes
-_CODES = {
-    "F64": _dt.float64, "F32": _dt.float32, "F16": _dt.float16, "BF16": _dt.bfloat16,
-    "I64": _dt.int64, "I32": _dt.int32, "I16": _dt.int16, "I8": _dt.int8, "U8": _dt.uint8,
-    "BOOL": _dt.bool_,
-}
 
 
 # ---- save -------------------------------------------------------------------------------------
@@ -148,7 +154,15 @@ def save(obj, path) -> None:
     skeleton = enc.encode(obj, [])
     doc = json.dumps({"format": FORMAT, "version": VERSION, "obj": skeleton},
                      ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    depth = json_depth(doc.encode("utf-8", "surrogatepass"))
+    if depth > MAX_DEPTH:  # load would refuse the file: refuse to write it
+        raise ValueError(f"save: the object nests {depth} levels deep as JSON, more than the "
+                         f"{MAX_DEPTH} a checkpoint allows (each container is 1 or 2 levels)")
     data = st_save(enc.arrays, metadata={KEY: doc})
+    (n,) = struct.unpack("<Q", data[:8])
+    if n > MAX_HEADER:
+        raise ValueError(f"save: the header (names and the JSON skeleton) takes {n} bytes, more "
+                         f"than the {MAX_HEADER} safetensors allows")
 
     folder = os.path.dirname(os.path.abspath(path))
     tmp = os.path.join(folder, f".{os.path.basename(path)}.{secrets.token_hex(4)}.tmp")
@@ -187,93 +201,20 @@ def _fsync_folder(folder: str) -> None:
 
 # ---- load -------------------------------------------------------------------------------------
 
-def _fail(path, reason: str, hint: str | None = None) -> CheckpointError:
-    return CheckpointError(f"cannot load {path}: {reason}", op="load", hint=hint)
-
-
-def _guess(head: bytes) -> str | None:
-    """What a file that is not safetensors looks like, for the hint."""
-    if head.startswith(b"PK\x03\x04"):
-        return "it looks like a zip archive (a PyTorch .pt/.pth file?); shapeflow never unpickles"
-    if head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
-        return "it looks like a pickle; shapeflow never unpickles"
-    if head.startswith(b"\x93NUMPY"):
-        return "it looks like a NumPy .npy file: use numpy.load"
-    if head.startswith(b"\x1f\x8b"):
-        return "it looks gzip-compressed"
-    if head and all(32 <= b < 127 or b in (9, 10, 13) for b in head):
-        return "it looks like a text file"
-    return None
-
-
-def _read_header(path, f, size: int) -> tuple[dict, int]:
-    """The parsed safetensors header and where the data section starts; CheckpointError if bad."""
-    head = f.read(8)
-    if len(head) < 8:
-        raise _fail(path, f"not a safetensors file: it is {size} bytes, shorter than the 8-byte "
-                          "header length", _guess(head))
-    (n,) = struct.unpack("<Q", head)
-    if n > size - 8:
-        raise _fail(path, f"not a safetensors file: header length {n} exceeds file size {size}",
-                    _guess(head))
-    raw = f.read(n)
-    if len(raw) != n:
-        raise _fail(path, f"truncated: the header needs {n} bytes, the file holds {len(raw)}")
-    try:
-        header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        raise _fail(path, "not a safetensors file: header is not valid JSON",
-                    _guess(head + raw[:64])) from None
-    if not isinstance(header, dict):
-        raise _fail(path, "not a safetensors file: header is not a JSON object")
-    data_len = size - 8 - n
-    for name, info in header.items():
-        if name == "__metadata__":
-            if info is not None and not (isinstance(info, dict)
-                                         and all(isinstance(v, str) for v in info.values())):
-                raise _fail(path, "corrupted header: __metadata__ is not a str -> str map")
-            continue
-        _check_entry(path, name, info, data_len)
-    return header, 8 + n
-
-
-def _check_entry(path, name: str, info, data_len: int) -> None:
-    ok = (isinstance(info, dict) and isinstance(info.get("dtype"), str)
-          and isinstance(info.get("shape"), list) and isinstance(info.get("data_offsets"), list)
-          and len(info["data_offsets"]) == 2
-          and all(type(v) is int and v >= 0 for v in info["shape"] + info["data_offsets"]))
-    if not ok:
-        raise _fail(path, f"corrupted header: tensor {name!r} has no valid dtype, shape and "
-                          "data_offsets")
-    code, (begin, end) = info["dtype"], info["data_offsets"]
-    if code not in _CODES:
-        raise _fail(path, f"tensor {name!r} has dtype {code}, which shapeflow lacks",
-                    "supported: " + ", ".join(_CODES))
-    if end < begin:
-        raise _fail(path, f"corrupted header: tensor {name!r} has data_offsets [{begin}, {end}]")
-    if end > data_len:
-        raise _fail(path, f"truncated: tensor {name!r} ends at byte {end} of the data section, "
-                          f"which holds {data_len} bytes")
-    need = math.prod(info["shape"]) * _CODES[code].itemsize
-    if end - begin != need:
-        raise _fail(path, f"corrupted header: tensor {name!r} of shape {info['shape']} {code} "
-                          f"needs {need} bytes, its offsets span {end - begin}")
-
-
 class _Decoder:
     def __init__(self, path, header: dict, tensors) -> None:
         self.path, self.header, self.tensors = path, header, tensors
         self.made: dict[str, object] = {}  # a name referenced twice gives one object
 
     def bad(self, what: str) -> CheckpointError:
-        return _fail(self.path, f"corrupted metadata: {what}")
+        return fail(self.path, f"corrupted metadata: {what}")
 
     def array(self, name):
         if not isinstance(name, str):
-            raise self.bad(f"a tensor reference is {name!r}, not a name")
+            raise self.bad(f"a tensor reference is {short(name)}, not a name")
         if name not in self.header or name == "__metadata__":
-            raise _fail(self.path, f"tensor {name!r} missing: the metadata refers to it but the "
-                                   "file holds no such tensor")
+            raise fail(self.path, f"tensor {short(name)} missing: the metadata refers to it but "
+                                  "the file holds no such tensor")
         return self.tensors(name)
 
     def decode(self, x):
@@ -282,7 +223,7 @@ class _Decoder:
         if type(x) is list:
             return [self.decode(v) for v in x]
         if type(x) is not dict or len(x) != 1:
-            raise self.bad(f"unexpected value {x!r:.80}")
+            raise self.bad(f"unexpected value {short(x)}")
         ((tag, v),) = x.items()
         if tag == "$tensor" or tag == "$ndarray":
             key = (tag, v if isinstance(v, str) else repr(v))
@@ -304,14 +245,15 @@ class _Decoder:
                 raise self.bad(f"{tag} holds a key that cannot be a dict key") from None
         if tag == "$float" and v in ("nan", "inf", "-inf"):
             return float(v)
-        if tag == "$np" and type(v) is list and len(v) == 2 and isinstance(v[0], str):
+        if (tag == "$np" and type(v) is list and len(v) == 2 and isinstance(v[0], str)
+                and type(v[1]) in (int, float, bool)):
             try:
                 return _dt.get_dtype(v[0]).np.type(v[1])
-            except (TypeError, ValueError, ShapeflowError):
-                raise self.bad(f"bad NumPy scalar {v!r}") from None
+            except (TypeError, ValueError, OverflowError, ShapeflowError):
+                raise self.bad(f"bad NumPy scalar {short(v)}") from None
         if tag == "$dtype" and isinstance(v, str) and v in _dt._BY_NAME:
             return _dt.get_dtype(v)
-        raise self.bad(f"unknown tag {tag!r} or a bad value for it")
+        raise self.bad(f"unknown tag {short(tag)} or a bad value for it")
 
 
 def load(path, map_location=None, weights_only: bool = True):
@@ -329,32 +271,32 @@ def load(path, map_location=None, weights_only: bool = True):
     try:
         f = open(path, "rb")  # noqa: SIM115  (closed by the with below)
     except FileNotFoundError:
-        raise _fail(path, "no such file") from None
+        raise fail(path, "no such file") from None
     except IsADirectoryError:
-        raise _fail(path, "it is a folder, not a file") from None
+        raise fail(path, "it is a folder, not a file") from None
     except OSError as e:
-        raise _fail(path, e.strerror or str(e)) from None
+        raise fail(path, e.strerror or str(e)) from None
     with f:
-        header, _ = _read_header(path, f, os.fstat(f.fileno()).st_size)
+        header = read_header(path, f, os.fstat(f.fileno()).st_size)
     doc = (header.get("__metadata__") or {}).get(KEY)
     parsed = None
     if doc is not None:
         try:
-            parsed = json.loads(doc)
-        except ValueError:
-            raise _fail(path, "metadata is not valid JSON") from None
+            parsed = loads(doc)
+        except JSONRefused as e:
+            raise fail(path, f"metadata {e}") from None
         if not (isinstance(parsed, dict) and parsed.get("format") == FORMAT and "obj" in parsed):
-            raise _fail(path, f"corrupted metadata: the {KEY!r} entry is not a shapeflow "
-                              "checkpoint")
+            raise fail(path, f"corrupted metadata: the {KEY!r} entry is not a shapeflow "
+                             "checkpoint")
         version = parsed.get("version")
-        if type(version) is not int or version > VERSION:
-            raise _fail(path, f"checkpoint format version {version!r} is not one this shapeflow "
-                              f"reads (1..{VERSION})", "upgrade shapeflow")
+        if type(version) is not int or not 1 <= version <= VERSION:
+            raise fail(path, f"checkpoint format version {short(version)} is not one this "
+                             f"shapeflow reads (1..{VERSION})", "upgrade shapeflow")
 
     if device is meta:
         def tensors(name):
             info = header[name]
-            return Tensor._make(None, tuple(info["shape"]), _CODES[info["dtype"]], meta)
+            return Tensor._make(None, tuple(info["shape"]), CODES[info["dtype"]], meta)
 
         return _decode(path, header, parsed, tensors)
 
@@ -363,7 +305,7 @@ def load(path, map_location=None, weights_only: bool = True):
     try:
         handle = safe_open(path, framework="numpy")
     except Exception as e:  # the library's own checks, beyond ours
-        raise _fail(path, f"corrupted safetensors file: {e}") from None
+        raise fail(path, f"corrupted safetensors file: {e}") from None
     with handle:
         return _decode(path, header, parsed, lambda name: _read(path, header, handle, name))
 
@@ -371,7 +313,10 @@ def load(path, map_location=None, weights_only: bool = True):
 def _decode(path, header: dict, parsed, tensors):
     if parsed is None:  # a plain safetensors file: its tensors by name
         return {name: _as_tensor(tensors(name)) for name in header if name != "__metadata__"}
-    return _Decoder(path, header, tensors).decode(parsed["obj"])
+    try:
+        return _Decoder(path, header, tensors).decode(parsed["obj"])
+    except RecursionError:  # MAX_DEPTH fits the default stack; a caller's deep one may not
+        raise fail(path, "the metadata nests deeper than the stack left allows") from None
 
 
 def _as_tensor(arr):
@@ -386,9 +331,9 @@ def _read(path, header: dict, handle, name: str) -> np.ndarray:
     try:
         arr = handle.get_tensor(name)
     except Exception as e:  # a read the library rejects
-        raise _fail(path, f"corrupted safetensors file: tensor {name!r}: {e}") from None
-    want = _CODES[info["dtype"]].np
+        raise fail(path, f"corrupted safetensors file: tensor {name!r}: {e}") from None
+    want = CODES[info["dtype"]].np
     if arr.dtype != want or list(arr.shape) != info["shape"]:
-        raise _fail(path, f"tensor {name!r} read back as {arr.dtype} {list(arr.shape)}, the "
-                          f"header says {info['dtype']} {info['shape']}")
+        raise fail(path, f"tensor {name!r} read back as {arr.dtype} {list(arr.shape)}, the "
+                         f"header says {info['dtype']} {info['shape']}")
     return arr if arr.flags.writeable else arr.copy()
