@@ -194,8 +194,8 @@ def report(model, *inputs, loss_fn=None, target=None, optimizer=None, mode: str 
                                             None)
     without = None
     if asked != "none":
-        without = _simulate(model, inputs, kwargs, loss, half, True, "none",
-                            None)["activations"]
+        without = _simulate(model, inputs, kwargs, loss, half, True, "none", None,
+                            backward=False)["activations"]
 
     infos, params_b, grads_b, state_b = [], 0, 0, 0
     for name, p in named:
@@ -250,8 +250,9 @@ def _plus(peak, extra):
 
 
 def _simulate(model, inputs, kwargs, loss, half, train: bool, recompute: str,
-              checkpoint) -> dict:
-    """One step on a meta copy: saved storages, rows, peaks above what existed before."""
+              checkpoint, backward: bool = True) -> dict:
+    """One step on a meta copy: saved storages, rows, peaks above what existed before
+    (without `backward`, only what forward saves is meant to be read)."""
     from . import modes
     from .timeline import FORWARD, Locator
 
@@ -294,7 +295,7 @@ def _simulate(model, inputs, kwargs, loss, half, train: bool, recompute: str,
                 loss = _loss(out, loss_fn, target) if train else None
             saved, rows, by_kind, total = _collect(records, param_keys, sharded, m)
             records.clear()
-            if train and loss is not None:
+            if train and backward and loss is not None:
                 if not loss.requires_grad:
                     raise MemoryPlanError(
                         "memory.report: the loss does not depend on any parameter that "
