@@ -38,6 +38,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    "fp32 master weights and optimizer state)")
     p.add_argument("--optimizer", default="adamw", help="adamw, adam, momentum, sgd, none")
     p.add_argument("--checkpoint", action="store_true", help="recompute every block in backward")
+    p.add_argument("--recompute", default=None, choices=["none", "selective", "full"],
+                   help="selective: recompute attention cores (Korthikanti et al. 2022); "
+                   "full: every block (--checkpoint)")
     p.add_argument("--inference", action="store_true", help="plan a forward without grad")
     p.add_argument("--devices", type=int, default=1)
     p.add_argument("--zero", type=int, default=0, choices=[0, 1, 2, 3])
@@ -98,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         rep = report(model, *inputs, optimizer=None if args.optimizer == "none" else
                      args.optimizer, precision=_PRECISION[args.dtype],
                      mode="inference" if args.inference else "train",
-                     checkpoint=True if args.checkpoint else None)
+                     recompute="full" if args.checkpoint else args.recompute)
         print(rep)
         if args.devices > 1 or args.tensor_parallel > 1 or args.zero:
             print(rep.plan(devices=args.devices, zero=args.zero,

@@ -27,7 +27,11 @@ class GPTConfig:
 
 
 class KVCache:
-    """Keys and values of the tokens seen so far, one [B, heads, T, head_dim] pair per layer."""
+    """Keys and values of the tokens seen so far, one [B, heads, T, head_dim] pair per layer.
+
+    Each key and value tensor has a buffer of its own (not a view of the fused qkv output),
+    so the cache holds 2 x layers x B x T x n_embd elements: `kv_cache_bytes`, exactly.
+    """
 
     def __init__(self, n_layer: int) -> None:
         self.layers: list[tuple | None] = [None] * n_layer
@@ -49,6 +53,8 @@ class CausalSelfAttention(nn.Module):
         self.c_proj = nn.Linear(config.n_embd, config.n_embd, bias=config.bias, device=device)
         self.resid_dropout = nn.Dropout(config.dropout)
         self.n_head, self.n_embd, self.dropout = config.n_head, config.n_embd, config.dropout
+        # selective recompute (Korthikanti et al. 2022): keep q, k, v, recompute the core
+        self.recompute_core = False
 
     def forward(self, x, cache: KVCache | None = None, layer: int = 0):
         B, T, C = x.shape
@@ -60,12 +66,21 @@ class CausalSelfAttention(nn.Module):
         past = 0
         if cache is not None:
             prev = cache.layers[layer]
-            if prev is not None:
+            if prev is None:
+                # buffers of their own: views of the qkv output would keep q alive with them
+                k, v = k.clone(), v.clone()
+            else:
                 past = prev[0].shape[2]
                 k, v = cat([prev[0], k], dim=2), cat([prev[1], v], dim=2)
             cache.layers[layer] = (k, v)
         p = self.dropout if self.training else 0.0
-        if past == 0:
+        if past == 0 and self.recompute_core and self.training and cache is None:
+            from ..recompute import checkpoint
+
+            # backward keeps q, k, v (the qkv output) instead of the [T, T] probabilities
+            y = checkpoint(F.scaled_dot_product_attention, q, k, v, dropout_p=p,
+                           is_causal=True)
+        elif past == 0:
             y = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True)
         else:
             # new query i sits at position past + i and may see keys 0 .. past + i
@@ -105,13 +120,25 @@ class Block(nn.Module):
         return x + self.mlp(self.ln_2(x))
 
 
+RECOMPUTE = ("none", "selective", "full")
+
+
 class GPT(nn.Module):
-    """GPT-2-style language model; `forward(idx, targets=None) -> (logits, loss)`."""
+    """GPT-2-style language model; `forward(idx, targets=None) -> (logits, loss)`.
+
+    `recompute` trades compute for memory in training: "selective" recomputes each
+    attention core (softmax(q k^T) v) in backward, "full" each block (`checkpoint=True`).
+    """
 
     def __init__(self, vocab_size: int = 50304, block_size: int = 1024, n_layer: int = 12,
                  n_head: int = 12, n_embd: int = 768, dropout: float = 0.0, bias: bool = True,
-                 checkpoint: bool = False, device=None) -> None:
+                 checkpoint: bool = False, device=None, recompute: str | None = None) -> None:
         super().__init__()
+        if recompute is not None and recompute not in RECOMPUTE:
+            raise ValueError(f"GPT: recompute must be one of {', '.join(RECOMPUTE)}, got "
+                             f"{recompute!r}")
+        if checkpoint and recompute not in (None, "full"):
+            raise ValueError(f"GPT: checkpoint=True is recompute='full', not {recompute!r}")
         self.config = GPTConfig(vocab_size, block_size, n_layer, n_head, n_embd, dropout, bias)
         c = self.config
         self.transformer = nn.ModuleDict(dict(
@@ -123,7 +150,9 @@ class GPT(nn.Module):
         ))
         self.lm_head = nn.Linear(c.n_embd, c.vocab_size, bias=False, device=device)
         self.lm_head.weight = self.transformer.wte.weight  # tied, as in GPT-2
-        self.checkpoint = checkpoint
+        self.checkpoint = checkpoint or recompute == "full"
+        for block in self.transformer.h:
+            block.attn.recompute_core = recompute == "selective"
         if device is not None:
             self.to(device)
         self.apply(self._init_weights)

@@ -55,9 +55,13 @@ def render_report(rep) -> str:
     from rich.table import Table
 
     train = rep.mode == "train"
+    modes = ""
+    if rep.recompute == "selective":
+        modes += ", recomputing attention cores"
+    if rep.checkpoint:
+        modes += ", checkpointing " + rep.checkpoint
     title = (f"{rep.model}: {'training step' if train else 'inference'} memory "
-             f"({rep.precision}, optimizer {rep.optimizer}"
-             f"{', checkpointing ' + rep.checkpoint if rep.checkpoint else ''})")
+             f"({rep.precision}, optimizer {rep.optimizer}{modes})")
     t = Table(title=title, title_justify="left")
     t.add_column("what", style="bold")
     t.add_column("bytes", justify="right")
@@ -72,11 +76,14 @@ def render_report(rep) -> str:
         t.add_row("activations", format_bytes(rep.activations),
                   "what backward keeps (saved by each op, once each)")
         if rep.activations_without_checkpoint is not None:
-            t.add_row("  without checkpointing", format_bytes(
-                rep.activations_without_checkpoint), "recomputing blocks saves the rest")
+            what = "blocks" if rep.recompute == "full" else "attention cores" if (
+                rep.checkpoint == "") else "attention cores and blocks"
+            t.add_row("  without recomputation", format_bytes(
+                rep.activations_without_checkpoint), f"recomputing {what} saves the rest")
     t.add_row("inputs", format_bytes(rep.inputs), "the batch")
+    where = rep.peak_phase
     t.add_row("peak", format_bytes(rep.peak), "simulated: all live tensors at the busiest "
-              "moment" + (" of forward + backward" if train else ""))
+              "moment" + (f" (in the {where.name})" if where is not None and train else ""))
     if train:
         t.add_row("inference peak", format_bytes(rep.inference_peak),
                   "the same forward under no_grad: nothing kept for backward")
@@ -88,6 +95,8 @@ def render_report(rep) -> str:
         for kind, v in rep.by_kind.items():
             k.add_row(_KIND_TEXT.get(kind, kind), format_bytes(v))
         parts.append(k)
+    if train and rep.timeline:
+        parts.append(_timeline(rep))
     rows = _top_rows(rep)
     if rows:
         m = Table(title="by module", title_justify="left")
@@ -110,6 +119,21 @@ def render_report(rep) -> str:
         text += (f"\nnote: the loss never reaches {len(rep.unreached)} parameter(s) ({names}):"
                  " they get no gradient and no optimizer state")
     return text
+
+
+def _timeline(rep):
+    """Per phase of the step: its peak, and what ran at that moment."""
+    from rich.table import Table
+
+    top = rep.peak_phase
+    k = Table(title="timeline: the busiest moment of each phase", title_justify="left")
+    k.add_column("phase")
+    k.add_column("peak", justify="right")
+    k.add_column("at")
+    for phase in rep.timeline:
+        mark = " <- peak" if phase is top else ""
+        k.add_row(phase.name + mark, format_bytes(phase.peak), phase.where or "")
+    return k
 
 
 def render_plan(plan) -> str:

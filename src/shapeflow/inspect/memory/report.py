@@ -9,7 +9,6 @@ backward for the peak. Symbolic input sizes give expressions, evaluable with `su
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field, replace
 
 from ... import dtypes as _dt
@@ -21,7 +20,7 @@ from ...ops import base
 from ...tensor import Tensor
 from .. import trace as _trace
 from ..trace import meta_copy
-from .tracker import LiveTracker, Max
+from .tracker import LiveTracker, Max, Peak
 
 PRECISIONS = {"fp32": None, "bf16-mixed": _dt.bfloat16, "fp16-mixed": _dt.float16}
 OPTIMIZER_STATES = {"none": 0, "sgd": 0, "momentum": 1, "sgd-momentum": 1, "adam": 2,
@@ -94,7 +93,16 @@ class MemoryReport:
     saved: list = field(repr=False, default_factory=list)
     param_info: list = field(repr=False, default_factory=list)
     checkpoint: str = ""
-    activations_without_checkpoint: object = None
+    activations_without_checkpoint: object = None  # without the recomputation asked for
+    recompute: str = "none"  # "none", "selective" (attention cores) or "full" (blocks)
+    timeline: list = field(default_factory=list)  # Phase per forward, backward, step
+
+    @property
+    def peak_phase(self):
+        """The Phase (forward, backward, optimizer step) the peak falls in; None if symbolic."""
+        from .timeline import peak_phase
+
+        return peak_phase(self.timeline, self.peak)
 
     @property
     def total(self):
@@ -128,7 +136,8 @@ class MemoryReport:
                        peak=at(self.peak), inference_peak=at(self.inference_peak),
                        by_kind={k: at(v) for k, v in self.by_kind.items()}, by_module=rows,
                        saved=[replace(s, nbytes=at(s.nbytes)) for s in self.saved],
-                       activations_without_checkpoint=at(self.activations_without_checkpoint))
+                       activations_without_checkpoint=at(self.activations_without_checkpoint),
+                       timeline=[p.subs(**values) for p in self.timeline])
 
     def plan(self, devices: int = 1, zero: int = 0, tensor_parallel: int = 1,
              sequence_parallel: bool = False):
@@ -151,7 +160,8 @@ class MemoryReport:
 
 # ---- the run ------------------------------------------------------------------------------
 def report(model, *inputs, loss_fn=None, target=None, optimizer=None, mode: str = "train",
-           precision: str = "fp32", checkpoint=None, **kwargs) -> MemoryReport:
+           precision: str = "fp32", checkpoint=None, recompute: str | None = None,
+           **kwargs) -> MemoryReport:
     """Memory of one step of `model(*inputs, **kwargs)`, traced on the meta device.
 
     `loss_fn(output, target)` (or `loss_fn(output)` without a target; default: a scalar the
@@ -159,24 +169,33 @@ def report(model, *inputs, loss_fn=None, target=None, optimizer=None, mode: str 
     `optimizer`: an Optimizer (instance or class) or "sgd", "momentum", "adam", "adamw";
     `precision`: "fp32", "bf16-mixed" or "fp16-mixed" (16-bit weights, grads and
     activations; fp32 master weights and optimizer state); `checkpoint`: True for every
-    block of every ModuleList, module paths, or a module class, recomputed in backward.
+    block of every ModuleList, module paths, or a module class, recomputed in backward;
+    `recompute`: "none", "selective" (attention cores) or "full" (checkpoint=True).
     """
+    from . import modes
+    from .step import step_scratch
+    from .timeline import BACKWARD, FORWARD, STEP, Phase
+
     if mode not in ("train", "inference"):
         raise MemoryPlanError(f"memory.report: mode must be 'train' or 'inference', got "
                               f"{mode!r}")
     if precision not in PRECISIONS:
         raise MemoryPlanError(f"memory.report: precision must be one of "
                               f"{', '.join(PRECISIONS)}, got {precision!r}")
+    recompute, checkpoint = modes.resolve(recompute, checkpoint)
     half = PRECISIONS[precision]
     named = list(model.named_parameters())  # tied parameters once
     states = _optimizer_states(optimizer, model, named)
     train = mode == "train"
     loss = (loss_fn, target)
-    run = _simulate(model, inputs, kwargs, loss, half, train, checkpoint)
-    infer = run if not train else _simulate(model, inputs, kwargs, loss, half, False, None)
+    asked = recompute if train else "none"
+    run = _simulate(model, inputs, kwargs, loss, half, train, asked, checkpoint)
+    infer = run if not train else _simulate(model, inputs, kwargs, loss, half, False, "none",
+                                            None)
     without = None
-    if train and checkpoint:
-        without = _simulate(model, inputs, kwargs, loss, half, True, None)["activations"]
+    if asked != "none":
+        without = _simulate(model, inputs, kwargs, loss, half, True, "none", None,
+                            backward=False)["activations"]
 
     infos, params_b, grads_b, state_b = [], 0, 0, 0
     for name, p in named:
@@ -199,29 +218,49 @@ def report(model, *inputs, loss_fn=None, target=None, optimizer=None, mode: str 
     rows = run["rows"]
     for r in rows:
         r.params = _module_param_bytes(model, r.path, half)
+    phases = run["phases"]
+    timeline = [Phase(FORWARD, _plus(phases[FORWARD].peak.value, held + state_b),
+                      phases[FORWARD].where)]
+    peak = Peak()
+    for c in (run["peak"].terms if isinstance(run["peak"], Max) else [run["peak"]]):
+        peak.add(c)
+    if train:
+        timeline.append(Phase(BACKWARD, _plus(phases[BACKWARD].peak.value, held + state_b),
+                              phases[BACKWARD].where))
+        reached_named = [(i.name, p) for i, (_, p) in zip(infos, named) if i.reached]
+        scratch = step_scratch(optimizer, reached_named, half)
+        if scratch is not None:  # the update: what backward left, plus its temporaries
+            top = run["after_backward"] + scratch.nbytes
+            peak.add(top)
+            where = f"{scratch.param}: {scratch.why}" if scratch.param else scratch.why
+            timeline.append(Phase(STEP, top + held + state_b, where))
     return MemoryReport(
         model=type(model).__name__, mode=mode, precision=precision,
         optimizer=_optimizer_name(optimizer), params=params_b + buffers, grads=grads_b,
         optimizer_state=state_b, activations=run["activations"], inputs=inputs_b,
-        peak=_plus(run["peak"], held + state_b),
+        peak=_plus(peak.value, held + state_b),
         inference_peak=_plus(infer["peak"], held), by_kind=run["by_kind"], by_module=rows,
         unreached=sorted(run["unreached"]) if train else [], saved=run["saved"],
-        param_info=infos, checkpoint=_checkpoint_name(checkpoint),
-        activations_without_checkpoint=without)
+        param_info=infos, checkpoint=modes.checkpoint_name(checkpoint),
+        activations_without_checkpoint=without, recompute=asked, timeline=timeline)
 
 
 def _plus(peak, extra):
     return peak + extra if not isinstance(peak, Max) else Max([t + extra for t in peak.terms])
 
 
-def _simulate(model, inputs, kwargs, loss, half, train: bool, checkpoint) -> dict:
-    """One step on a meta copy: saved storages, rows, peak above what existed before."""
+def _simulate(model, inputs, kwargs, loss, half, train: bool, recompute: str,
+              checkpoint, backward: bool = True) -> dict:
+    """One step on a meta copy: saved storages, rows, peaks above what existed before
+    (without `backward`, only what forward saves is meant to be read)."""
+    from . import modes
+    from .timeline import FORWARD, Locator
+
     m = meta_copy(model)
     m.train(train)
     if half is not None:
         m.to(half)
-    if checkpoint:
-        _checkpoint_modules(m, checkpoint)
+    modes.apply(m, recompute, checkpoint)
     memo: dict[int, Tensor] = {}  # one tensor passed twice (idx as its own targets) is one
     args = [_to_meta(x, half, memo) for x in inputs]
     kw = {k: _to_meta(v, half, memo) for k, v in kwargs.items()}
@@ -233,37 +272,46 @@ def _simulate(model, inputs, kwargs, loss, half, train: bool, checkpoint) -> dic
     records: list = []
     sharded: dict[int, bool] = {}
     shardable = _shardable(m)
+    tracker = LiveTracker(external)
+    locator = Locator(tracker, m)
 
     def observe(node, node_inputs, out) -> None:
+        if locator.in_backward:  # a checkpoint's recomputation: only labelled
+            locator.recorded(node, ())
+            return
         state = _trace.current_state()
         stack = tuple(state.stack[1:]) if state is not None else ()
+        locator.recorded(node, stack)
         flags = tuple(_sharded_of(t, sharded) for t in node_inputs)
         records.append((node, stack, flags))
         sharded[id(node)] = _is_sharded(node, node_inputs, flags)
 
-    tracker = LiveTracker(external)
     with tracker:
+        tracker.begin(FORWARD)
         base.observers.append(observe)
         try:
             with grad_mode.set_grad_enabled(train):
                 out = m(*args, **kw)
                 loss = _loss(out, loss_fn, target) if train else None
+            saved, rows, by_kind, total = _collect(records, param_keys, sharded, m)
+            records.clear()
+            if train and backward and loss is not None:
+                if not loss.requires_grad:
+                    raise MemoryPlanError(
+                        "memory.report: the loss does not depend on any parameter that "
+                        "requires grad, so a training step computes no gradient",
+                        hint="pass mode='inference', or check that the model's parameters "
+                        "require grad")
+                locator.backward()
+                _backward(loss)
         finally:
             base.observers.remove(observe)
-        saved, rows, by_kind, total = _collect(records, param_keys, sharded, m)
-        records.clear()
-        if train and loss is not None:
-            if not loss.requires_grad:
-                raise MemoryPlanError(
-                    "memory.report: the loss does not depend on any parameter that requires "
-                    "grad, so a training step computes no gradient",
-                    hint="pass mode='inference', or check that the model's parameters "
-                    "require grad")
-            _backward(loss)
+        after = tracker.mark()  # what the optimizer step starts from: grads, output, loss
         del out, loss
     unreached = {name for name, p in named.items() if p.requires_grad and p.grad is None}
     return {"saved": saved, "rows": rows, "by_kind": by_kind, "activations": total,
-            "peak": tracker.peak.value, "unreached": unreached,
+            "peak": tracker.peak.value, "unreached": unreached, "phases": tracker.phases,
+            "after_backward": after,
             "shardable": {n for n, p in named.items() if id(p) in shardable}}
 
 
@@ -411,56 +459,3 @@ def _optimizer_name(optimizer) -> str:
     if isinstance(optimizer, str):
         return optimizer.lower()
     return optimizer.__name__ if isinstance(optimizer, type) else type(optimizer).__name__
-
-
-def _checkpoint_modules(model, spec) -> None:
-    """Wrap the forward of each module named by `spec` in sf.checkpoint."""
-    from ...nn.container import ModuleList
-
-    named = dict(model.named_modules())
-    if spec is True:
-        targets = [m for mod in named.values() if isinstance(mod, ModuleList) for m in mod]
-    elif isinstance(spec, type):
-        targets = [m for m in named.values() if isinstance(m, spec)]
-    else:
-        paths = [spec] if isinstance(spec, str) else list(spec)
-        targets = []
-        for p in paths:
-            if p not in named:
-                raise MemoryPlanError(f"memory.report: checkpoint names {p!r}, which is not a "
-                                      "module of the model", hint="modules: " + ", ".join(
-                                          n for n in list(named)[1:12]))
-            mod = named[p]
-            targets += list(mod) if isinstance(mod, ModuleList) else [mod]
-    if not targets:
-        raise MemoryPlanError("memory.report: checkpoint=True found no ModuleList of blocks "
-                              "to checkpoint", hint="name the modules: checkpoint=['blocks']")
-    for mod in targets:
-        mod.forward = functools.partial(_checkpointed, mod.forward)
-
-
-def _checkpointed(forward, *args, **kwargs):
-    """forward(*args, **kwargs) under sf.checkpoint over its tensor arguments."""
-    from ...recompute import checkpoint
-
-    where = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
-    if not where or any(isinstance(v, Tensor) for v in kwargs.values()):
-        return forward(*args, **kwargs)
-
-    def run(*tensors):
-        full = list(args)
-        for i, t in zip(where, tensors):
-            full[i] = t
-        return forward(*full, **kwargs)
-
-    return checkpoint(run, *(args[i] for i in where))
-
-
-def _checkpoint_name(spec) -> str:
-    if not spec:
-        return ""
-    if spec is True:
-        return "every block"
-    if isinstance(spec, type):
-        return f"every {spec.__name__}"
-    return ", ".join([spec] if isinstance(spec, str) else list(spec))

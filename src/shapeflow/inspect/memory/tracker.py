@@ -49,6 +49,24 @@ class Peak:
         return self.candidates[0] if len(self.candidates) == 1 else Max(self.candidates)
 
 
+class PhasePeak:
+    """The peak of one phase of the step (forward, backward), and where it fell."""
+
+    def __init__(self) -> None:
+        self.peak = Peak()
+        self.where: str | None = None  # known for concrete sizes
+
+    def add(self, value, where) -> None:
+        cands = self.peak.candidates
+        if type(value) is int and len(cands) == 1 and type(cands[0]) is int:
+            if value > cands[0]:
+                cands[0] = value
+                self.where = where() if callable(where) else where
+            return
+        self.peak.add(value)
+        self.where = None
+
+
 class Max:
     """max(a, b, ...) of size expressions, evaluated with `subs`."""
 
@@ -84,6 +102,9 @@ class LiveTracker:
         self.peak = Peak()
         self._pending: list = []
         self._refs: dict[int, weakref.ref] = {}
+        self.phases: dict[str, PhasePeak] = {}
+        self._phase: PhasePeak | None = None
+        self.where = None  # a label (or a function giving one) of what runs now
         for t in external:  # tensors that exist before the run (parameters, inputs): free
             self._hold(t, Storage(0, t._version))
 
@@ -103,6 +124,8 @@ class LiveTracker:
                 storage = Storage(t.nbytes, t._version)
                 self.live = self.live + storage.nbytes
                 self.peak.add(self.live)
+                if self._phase is not None:
+                    self._phase.add(self.live, self.where)
             self._hold(t, storage)
         del batch  # tensors that only the batch kept die here, after their allocation
 
@@ -152,6 +175,14 @@ class LiveTracker:
         base._make = Tensor._make
         base.observers.remove(self._recorded)
         self._resolve()
+
+    def begin(self, phase: str, where=None) -> None:
+        """Start a phase of the step (what runs now: `where`); its peak is followed apart."""
+        self._resolve()  # what the last phase made counts in it
+        if where is not None:
+            self.where = where
+        self._phase = self.phases[phase] = PhasePeak()
+        self._phase.add(self.live, self.where)
 
     def mark(self):
         """The bytes live now (after resolving what was just made)."""
