@@ -54,8 +54,16 @@ _buffers.enable()
 _LAZY = {
     "nn": ".nn", "optim": ".optim", "data": ".data", "models": ".models", "autograd": ".autograd",
     "memory": ".inspect.memory", "onnx": ".io.onnx",
+    "cuda": ".cuda", "backends": ".backends", "accelerator": ".accelerator", "compat": ".compat",
 }
 _LAZY_ATTRS = {"graph": ".inspect.graph", "Graph": ".inspect.graph"}  # subprocess: not at import
+_LAZY_ATTRS.update(dict.fromkeys(
+    ("set_float32_matmul_precision", "get_float32_matmul_precision"), ".backends"))
+
+# einops learns of shapeflow tensors when einops is imported (nothing is imported here)
+from .ext import install as _install_ext
+
+_install_ext()
 
 
 def __getattr__(name: str):
@@ -65,4 +73,6 @@ def __getattr__(name: str):
         return importlib.import_module(_LAZY[name], __name__)
     if name in _LAZY_ATTRS:
         return getattr(importlib.import_module(_LAZY_ATTRS[name], __name__), name)
-    raise AttributeError(f"module 'shapeflow' has no attribute {name!r}")
+    from ._porting import missing_attribute  # says what to use for a name PyTorch has
+
+    raise missing_attribute("module 'shapeflow'", "torch", name)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from . import _porting, tensor_compat
+from .errors import ShapeflowError
 from .ops import elementwise as E
 from .ops import indexing, linalg, movement, reduce
 from .ops import inplace as I
 from .ops import nn as nn_ops
+from .ops.base import apply
 from .tensor import Tensor
 
 _MODULES = (E, reduce, movement, linalg, nn_ops, indexing)
@@ -18,7 +21,33 @@ def _attach_methods() -> None:
 
 
 def _swap(fn):
-    return lambda self, other: fn(other, self)
+    def swapped(self, other):
+        try:
+            return fn(other, self)
+        except ShapeflowError:
+            if _porting.is_torch_tensor(other):  # `torch_t - sf_t`, after torch declined
+                raise _porting.mixing_error(other, fn.__name__) from None
+            raise
+
+    return swapped
+
+
+def _operator(op_class, general):
+    """`t + u` and kin: two tensors go straight to apply, anything else through `general`
+    (a torch tensor there raises the mixing error, at no cost to the other paths)."""
+
+    def operator(a, b):
+        if isinstance(b, Tensor):
+            return apply(op_class(), a, b)
+        try:
+            return general(a, b)
+        except ShapeflowError:
+            if _porting.is_torch_tensor(b):
+                raise _porting.mixing_error(b, general.__name__) from None
+            raise
+
+    operator.__name__ = general.__name__
+    return operator
 
 
 def _inplace_method(name: str, fn):
@@ -31,10 +60,10 @@ def _inplace_method(name: str, fn):
 
 def _attach_operators() -> None:
     T = Tensor
-    T.__add__ = T.__radd__ = E._tensor_operator(E.Add, E.add)
-    T.__sub__, T.__rsub__ = E._tensor_operator(E.Sub, E.sub), _swap(E.sub)
-    T.__mul__ = T.__rmul__ = E._tensor_operator(E.Mul, E.mul)
-    T.__truediv__, T.__rtruediv__ = E._tensor_operator(E.Div, E.div), _swap(E.div)
+    T.__add__ = T.__radd__ = _operator(E.Add, E.add)
+    T.__sub__, T.__rsub__ = _operator(E.Sub, E.sub), _swap(E.sub)
+    T.__mul__ = T.__rmul__ = _operator(E.Mul, E.mul)
+    T.__truediv__, T.__rtruediv__ = _operator(E.Div, E.div), _swap(E.div)
     T.__floordiv__, T.__rfloordiv__ = E.floor_divide, _swap(E.floor_divide)
     T.__mod__, T.__rmod__ = E.remainder, _swap(E.remainder)
     T.__pow__, T.__rpow__ = E.pow, _swap(E.pow)
@@ -65,5 +94,13 @@ def _attach_operators() -> None:
         setattr(T, name, _inplace_method(name, fn))
 
 
+def _attach_porting_aids() -> None:
+    tensor_compat.attach()
+    Tensor.__torch_function__ = classmethod(_porting.torch_function)
+    Tensor.__dir__ = _porting.tensor_dir
+    _porting.install_tensor_names(Tensor)  # last: only names nothing else gave Tensor
+
+
 _attach_methods()
 _attach_operators()
+_attach_porting_aids()

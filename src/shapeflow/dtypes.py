@@ -152,6 +152,10 @@ def scalar_category(x) -> int:
         return _INT
     if isinstance(x, float):
         return _FLOAT
+    from ._porting import is_torch_tensor, mixing_error
+
+    if is_torch_tensor(x):
+        raise mixing_error(x)
     raise DTypeError(f"cannot use a {type(x).__name__} as a tensor operand")
 
 

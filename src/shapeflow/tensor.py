@@ -373,8 +373,16 @@ class _RemovableHandle:
 
 
 def describe(t) -> str:
-    """`[2, 5, 64] float32 cpu`: how errors show an operand."""
+    """`[2, 5, 64] float32 cpu`: how errors show an operand.
+
+    A torch tensor here is an operand of a shapeflow op, and that is the error to report:
+    describing one raises shapeflow._porting's mixing error instead.
+    """
     if not isinstance(t, Tensor):
+        from ._porting import is_torch_tensor, mixing_error
+
+        if is_torch_tensor(t):
+            raise mixing_error(t)
         return f"{type(t).__name__} {t!r}"
     return f"{format_shape(t.shape)} {t.dtype} {t.device}"
 
@@ -400,6 +408,10 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
         out = src.to(dtype=dt, device=device, copy=True)
         out = Tensor._make(out.data, out.shape, out.dtype, out.device)
     else:
+        if type(data).__module__.startswith("torch"):  # a PyTorch tensor: its values, copied
+            from ._porting import torch_values
+
+            data = torch_values(data)
         if isinstance(data, np.ndarray):
             dt = _dt.get_dtype(dtype) if dtype is not None else _dt.from_numpy_dtype(data.dtype)
         elif isinstance(data, (list, tuple)) and _holds_tensors(data):
@@ -440,5 +452,8 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
 def from_numpy(array: np.ndarray) -> Tensor:
     """A tensor sharing memory with a NumPy array."""
     if not isinstance(array, np.ndarray):
-        raise DTypeError(f"from_numpy expects a numpy.ndarray, got {type(array).__name__}")
+        kind = type(array)
+        name = f"{kind.__module__}.{kind.__name__}".removeprefix("builtins.")
+        raise DTypeError(f"from_numpy expects a numpy.ndarray, got {name}",
+                         hint="sf.tensor(x) copies the values of a torch tensor or a list")
     return Tensor._make(array, array.shape, _dt.from_numpy_dtype(array.dtype), cpu)

@@ -9,6 +9,7 @@ default generator is used (`sf.manual_seed` fixes it).
 from __future__ import annotations
 
 import collections.abc as abc
+import itertools
 
 import numpy as np
 
@@ -18,6 +19,10 @@ from ..errors import ShapeError
 from ..random import Generator, get_rng
 from ..tensor import Tensor, describe
 from .dataset import batch_fetcher
+
+# Indices are made and batched this many at a time: an epoch of any length (a RandomSampler
+# with num_samples=10**10) holds one chunk, never the whole epoch.
+CHUNK = 1 << 16
 
 
 class Sampler:
@@ -29,9 +34,18 @@ class Sampler:
     def __iter__(self):
         raise NotImplementedError
 
-    def _indices(self):
-        """The epoch's indices as one int64 array (overridden where it can be done fast)."""
-        return np.fromiter(iter(self), dtype=np.int64)
+    def _index_chunks(self):
+        """The epoch's indices as int64 arrays of at most CHUNK (overridden where faster)."""
+        return _blocks(iter(self))
+
+
+def _blocks(keys):
+    """int64 arrays of up to CHUNK integer keys taken from an iterator."""
+    while True:
+        block = np.fromiter(itertools.islice(keys, CHUNK), dtype=np.int64)
+        if not len(block):
+            return
+        yield block
 
 
 class SequentialSampler(Sampler):
@@ -46,12 +60,19 @@ class SequentialSampler(Sampler):
     def __len__(self) -> int:
         return len(self.data_source)
 
-    def _indices(self) -> np.ndarray:
-        return np.arange(len(self.data_source), dtype=np.int64)
+    def _index_chunks(self):
+        n = len(self.data_source)
+        for start in range(0, n, CHUNK):
+            yield np.arange(start, min(start + CHUNK, n), dtype=np.int64)
 
 
 class RandomSampler(Sampler):
-    """A new random order each epoch (or `num_samples` draws with replacement)."""
+    """A new random order each epoch (or `num_samples` draws with replacement).
+
+    Draws are made as the epoch is read, CHUNK at a time (as PyTorch draws them, lazily), so
+    memory does not grow with `num_samples`; the values are those of one draw of the whole
+    epoch from the same generator.
+    """
 
     def __init__(self, data_source, replacement: bool = False, num_samples: int | None = None,
                  generator: Generator | None = None, seed: int | None = None) -> None:
@@ -83,19 +104,24 @@ class RandomSampler(Sampler):
         self.epoch += 1
         return get_rng(self.generator)
 
-    def _indices(self) -> np.ndarray:
+    def _index_chunks(self):
         n, k, rng = len(self.data_source), self.num_samples, self._rng()
         if self.replacement:
-            return rng.integers(0, n, size=k, dtype=np.int64)
+            for start in range(0, k, CHUNK):
+                yield rng.integers(0, n, size=min(CHUNK, k - start), dtype=np.int64)
+            return
         if k == n:
-            return rng.permutation(n)
+            yield rng.permutation(n)
+            return
         # more (or fewer) samples than the dataset holds: whole permutations, then part of one
-        parts = [rng.permutation(n) for _ in range(k // n)]
-        parts.append(rng.permutation(n)[: k % n])
-        return np.concatenate(parts).astype(np.int64, copy=False)
+        for _ in range(k // n):
+            yield rng.permutation(n)
+        if k % n:
+            yield rng.permutation(n)[: k % n]
 
     def __iter__(self):
-        return iter(self._indices().tolist())
+        for chunk in self._index_chunks():
+            yield from chunk.tolist()
 
 
 class SubsetRandomSampler(Sampler):
@@ -108,11 +134,12 @@ class SubsetRandomSampler(Sampler):
     def __len__(self) -> int:
         return len(self.indices)
 
-    def _indices(self) -> np.ndarray:
-        return self.indices[get_rng(self.generator).permutation(len(self.indices))]
+    def _index_chunks(self):
+        yield self.indices[get_rng(self.generator).permutation(len(self.indices))]
 
     def __iter__(self):
-        return iter(self._indices().tolist())
+        for chunk in self._index_chunks():
+            yield from chunk.tolist()
 
 
 class BatchSampler(Sampler):
@@ -130,19 +157,36 @@ class BatchSampler(Sampler):
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
     def _chunks(self, as_array: bool):
-        """The epoch's batches, as int64 arrays (as_array) or lists of the sampler's keys."""
-        if as_array or isinstance(self.sampler, (SequentialSampler, RandomSampler,
-                                                 SubsetRandomSampler)):
-            indices = self.sampler._indices() if hasattr(self.sampler, "_indices") else (
-                np.asarray(list(self.sampler), dtype=np.int64))
-            if not as_array:
-                indices = indices.tolist()
-        else:
-            indices = list(self.sampler)
-        bs, n = self.batch_size, len(indices)
-        stop = n - n % bs if self.drop_last else n
-        for start in range(0, stop, bs):
-            yield indices[start:start + bs]
+        """The epoch's batches, as int64 arrays (as_array) or lists of the sampler's keys,
+        made from the sampler's indices as they come (never the whole epoch at once)."""
+        bs, sampler = self.batch_size, self.sampler
+        if not (as_array or isinstance(sampler, (SequentialSampler, RandomSampler,
+                                                 SubsetRandomSampler))):
+            yield from self._key_batches()  # keys of any kind, as lists
+            return
+        chunks = sampler._index_chunks() if hasattr(sampler, "_index_chunks") else (
+            _blocks(iter(sampler)))
+        pending = np.empty(0, dtype=np.int64)
+        for chunk in chunks:
+            if len(pending):
+                chunk = np.concatenate([pending, chunk])
+            full = len(chunk) - len(chunk) % bs
+            for start in range(0, full, bs):
+                batch = chunk[start:start + bs]
+                yield batch if as_array else batch.tolist()
+            pending = chunk[full:]
+        if len(pending) and not self.drop_last:
+            yield pending if as_array else pending.tolist()
+
+    def _key_batches(self):
+        batch = []
+        for key in self.sampler:
+            batch.append(key)
+            if len(batch) == self.batch_size:
+                yield batch
+                batch = []
+        if batch and not self.drop_last:
+            yield batch
 
     def __iter__(self):
         return self._chunks(as_array=False)

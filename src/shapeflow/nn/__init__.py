@@ -26,3 +26,13 @@ __all__ = [
     "Sequential", "ModuleList", "ModuleDict", "Conv2d", "MaxPool2d", "AvgPool2d",
     "MultiheadAttention", "CrossEntropyLoss", "MSELoss", "L1Loss", "BCEWithLogitsLoss", "NLLLoss",
 ]
+
+_EINOPS_LAYERS = ("Rearrange", "Reduce")  # from einops_layers, which imports einops
+
+
+def __getattr__(name: str):
+    if name in _EINOPS_LAYERS:
+        from . import einops_layers
+
+        return getattr(einops_layers, name)
+    raise AttributeError(f"module 'shapeflow.nn' has no attribute {name!r}")

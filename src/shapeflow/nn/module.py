@@ -423,6 +423,10 @@ class Module:
             if key not in state_dict:
                 continue
             value = state_dict[key]
+            if type(value).__module__.startswith("torch"):  # PyTorch's weights: their values
+                from .._porting import torch_values
+
+                value = torch_values(value)
             if isinstance(value, np.ndarray):
                 value = from_numpy(value)
             if not isinstance(value, Tensor):

@@ -1,0 +1,233 @@
+"""What porting from PyTorch meets at run time: names PyTorch has and shapeflow lacks (an
+error that says so), and torch tensors given to shapeflow (an error naming both types).
+
+Imported with shapeflow (Tensor's stand-ins are set up at import); `shapeflow.compat` is
+the public face, with `check_module`.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from .errors import DTypeError
+
+# ---- names PyTorch has and shapeflow does not ----------------------------------------------
+
+# What to use instead, by PyTorch name; names not listed get a rule below or "not implemented".
+_MIXED_PRECISION = "not implemented in shapeflow yet (mixed precision): train in float32"
+ADVICE: dict[str, str] = {
+    "torch.compile": "shapeflow runs eagerly: call the model itself",
+    "torch.jit": "shapeflow has no TorchScript: run the Python module (sf.onnx exports a graph)",
+    "torch.amp": _MIXED_PRECISION,
+    "torch.autocast": _MIXED_PRECISION,
+    "torch.GradScaler": _MIXED_PRECISION,
+    "torch.utils": "torch.utils.data is shapeflow.data; torch.utils.checkpoint.checkpoint is "
+                   "sf.checkpoint",
+    "torch.Size": "shapes are tuples (sf.Shape is a tuple): compare them with tuples",
+    "torch.dtype": "shapeflow's dtype class is sf.DType",
+    "torch.is_tensor": "use isinstance(x, sf.Tensor)",
+    "torch.hub": "download the weights yourself; sf.load reads checkpoints and safetensors",
+    "torch.testing": "compare t.numpy() with numpy.testing",
+    "torch.mps": "shapeflow has no mps device (sf.backends.mps.is_available() is False)",
+    "torch.set_num_threads": "shapeflow computes with NumPy and MKL: set OMP_NUM_THREADS "
+                             "(or MKL_NUM_THREADS) before Python starts",
+    "torch.get_num_threads": "shapeflow computes with NumPy and MKL, whose threads "
+                             "OMP_NUM_THREADS sets",
+    "torch.Tensor.storage": "a shapeflow tensor holds a NumPy array: use t.numpy()",
+    "torch.Tensor.untyped_storage": "a shapeflow tensor holds a NumPy array: use t.numpy()",
+    "torch.Tensor.data_ptr": "a shapeflow tensor holds a NumPy array: t.numpy().ctypes.data",
+    "torch.Tensor.pin_memory": "shapeflow has only cpu and meta: drop the call",
+    "torch.Tensor.get_device": "use t.device ('cpu' or 'meta')",
+    "torch.Tensor.share_memory_": "shapeflow runs in one process: drop the call",
+}
+_LEGACY_TENSOR_TYPES = {
+    "FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
+    "BFloat16Tensor": "bfloat16", "LongTensor": "int64", "IntTensor": "int32",
+    "ShortTensor": "int16", "CharTensor": "int8", "ByteTensor": "uint8", "BoolTensor": "bool",
+}
+
+
+def _torch_names():
+    from . import _torch_names
+
+    return _torch_names
+
+
+def _advice(torch_name: str, name: str) -> str | None:
+    """What to use instead of `torch_name` (torch.X or torch.Tensor.X), if shapeflow has it."""
+    if torch_name in ADVICE:
+        return ADVICE[torch_name]
+    from .tensor import Tensor
+
+    if torch_name.startswith("torch.Tensor."):
+        if name.endswith("_") and hasattr(Tensor, name[:-1]):
+            return f"use the out-of-place t.{name[:-1]}(...) and assign its result"
+        import shapeflow
+
+        if name in vars(shapeflow):
+            return f"use sf.{name}(t, ...)"
+        return None
+    if name in _LEGACY_TENSOR_TYPES:
+        return f"use sf.tensor(data, dtype=sf.{_LEGACY_TENSOR_TYPES[name]})"
+    if _is_tensor_attribute(name):
+        return f"use the tensor method t.{name}(...)"
+    from .nn import functional
+
+    if hasattr(functional, name):
+        return f"use shapeflow.nn.functional.{name}"
+    return None
+
+
+def _is_tensor_attribute(name: str) -> bool:
+    from .tensor import Tensor
+
+    try:
+        getattr(Tensor, name)
+    except AttributeError:
+        return False
+    return True
+
+
+def missing_attribute(where: str, torch_prefix: str, name: str) -> AttributeError:
+    """The AttributeError for `where` lacking `name`: for a name PyTorch has, what to do.
+
+    `where` reads as Python's own message ("module 'shapeflow'", "'Tensor' object").
+    For a PyTorch name the error carries no `name`, so Python adds no "Did you mean"
+    (its guess, e.g. `backend` for `backends`, points at an unrelated shapeflow name).
+    """
+    message = f"{where} has no attribute {name!r}"
+    torch_name = f"{torch_prefix}.{name}"
+    names = _torch_names()
+    known = names.TENSOR if torch_prefix == "torch.Tensor" else (
+        names.TORCH if torch_prefix == "torch" else ())
+    if torch_name not in ADVICE and name not in known:
+        return AttributeError(message)  # not a PyTorch name: Python's suggestion may help
+    advice = _advice(torch_name, name)
+    if advice is None:
+        return AttributeError(f"{message}: not implemented in shapeflow: {torch_name}",
+                              name=None)
+    return AttributeError(f"{message}: shapeflow has no {torch_name}; {advice}", name=None)
+
+
+class _MissingTensorAttribute:
+    """Stands on Tensor for a PyTorch name shapeflow lacks: reading it raises, saying so.
+
+    A class attribute, not Tensor.__getattr__: a __getattr__ would take CPython's fast
+    attribute reads away from every tensor (measured: 2-3x slower `t.shape`).
+    """
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj, objtype=None):
+        raise missing_attribute("'Tensor' object", "torch.Tensor", self.name)
+
+
+def install_tensor_names(cls) -> None:
+    """Give `cls` an explaining stand-in for each torch.Tensor name it does not have."""
+    for name in _torch_names().TENSOR:
+        try:
+            getattr(cls, name)
+        except AttributeError:
+            setattr(cls, name, _MissingTensorAttribute(name))
+
+
+def tensor_dir(self) -> list[str]:
+    """dir(t) without the stand-ins: only what works."""
+    import inspect
+
+    cls = type(self)
+    return sorted(n for n in object.__dir__(self) if not isinstance(
+        inspect.getattr_static(cls, n, None), _MissingTensorAttribute))
+
+
+def torch_names_source() -> str:
+    """The text of _torch_names.py, from the installed torch."""
+    import pkgutil
+    import textwrap
+
+    import torch
+
+    version = torch.__version__.split("+")[0]
+    # submodules from the package's files, not dir(torch): that lists only those imported
+    modules = {m.name for m in pkgutil.iter_modules(torch.__path__) if m.name[0] != "_"}
+    top = sorted(set(torch.__all__) | modules)
+    tensor = sorted(n for n in dir(torch.Tensor) if not n.startswith("_"))
+
+    def block(names):
+        return "\n".join(textwrap.wrap(" ".join(names), 96, break_on_hyphens=False))
+
+    return (f'"""Public names of PyTorch {version}: whether a name shapeflow lacks is one '
+            'PyTorch has.\n\nGenerated from the installed torch by `python -m shapeflow.compat '
+            '--torch-names`;\ntests/test_porting.py checks it against the torch installed '
+            'there.\n"""\n\n\ndef _words(text: str) -> frozenset[str]:\n'
+            '    return frozenset(text.split())\n\n\n'
+            f'TORCH_VERSION = "{version}"\n\n# torch.__all__ and torch\'s submodules\n'
+            f'TORCH = _words("""\n{block(top)}\n""")\n\n'
+            f'# dir(torch.Tensor), public names\nTENSOR = _words("""\n{block(tensor)}\n""")\n')
+
+
+# ---- torch tensors where shapeflow tensors belong --------------------------------------------
+
+def is_torch_tensor(x) -> bool:
+    """Whether x is a PyTorch tensor (without importing torch: only if it is imported)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(x, getattr(torch, "Tensor", ()))
+
+
+def mixing_error(x, op: str | None = None) -> DTypeError:
+    """The error for a torch tensor given to shapeflow: both types named, and the way out."""
+    shape = "[" + ", ".join(str(s) for s in tuple(x.shape)) + "]"
+    where = f"{op}: " if op else ""
+    return DTypeError(
+        f"{where}got a torch.Tensor ({shape} {x.dtype}) where a shapeflow.Tensor is expected: "
+        "PyTorch's and shapeflow's tensors do not mix",
+        op=op,
+        hint="convert with sf.tensor(x) (a copy, through NumPy), or port the code that made "
+        "it; shapeflow.compat.check_module(...) lists the lines still using torch",
+    )
+
+
+def torch_values(x):
+    """A torch tensor's values as a NumPy array (a copy; bfloat16 through ml_dtypes); any
+    other object (a torch.Size...) as it is."""
+    if not is_torch_tensor(x):
+        return x
+    x = x.detach().cpu()
+    if str(x.dtype) == "torch.bfloat16":
+        import ml_dtypes
+
+        return x.float().numpy().astype(ml_dtypes.bfloat16)
+    return x.numpy().copy()
+
+
+def torch_function(cls, func, types, args=(), kwargs=None):
+    """Tensor.__torch_function__: a torch function given a shapeflow tensor raises, clearly.
+
+    (For `torch_tensor + sf_tensor` PyTorch turns this error into NotImplemented and Python
+    asks shapeflow's `__radd__`, which raises the same error from its side.)
+    """
+    from .tensor import Tensor
+
+    name = getattr(func, "__name__", repr(func))
+    found = next((a for a in _flatten(args, kwargs) if isinstance(a, Tensor)), None)
+    what = (f"[{', '.join(str(s) for s in found.shape)}] {found.dtype}" if found is not None
+            else "a tensor")
+    raise DTypeError(
+        f"torch.{name}: got a shapeflow.Tensor ({what}) where a torch.Tensor is expected: "
+        "PyTorch's and shapeflow's tensors do not mix",
+        op=f"torch.{name}",
+        hint="call shapeflow's op (sf.<name> or the tensor's method), or convert with "
+        "torch.from_numpy(t.numpy()); shapeflow.compat.check_module(...) lists the lines "
+        "still using torch",
+    )
+
+
+def _flatten(args, kwargs):
+    for a in (*args, *(kwargs or {}).values()):
+        if isinstance(a, (list, tuple)):
+            yield from a
+        else:
+            yield a

@@ -1,0 +1,134 @@
+"""Porting from PyTorch: `check_module` lists the lines of a program still using torch.
+
+`python -m shapeflow.compat train.py` prints those lines (exit status 1 if any). A name
+PyTorch has and shapeflow lacks raises an AttributeError that says what to use (`ADVICE`),
+and a torch tensor given to a shapeflow op raises a DTypeError naming both types
+(`is_torch_tensor`); both live in shapeflow._porting, which shapeflow imports at start-up.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import namedtuple
+
+from ._porting import ADVICE, is_torch_tensor, missing_attribute, torch_names_source
+
+__all__ = ["ADVICE", "TorchUse", "check_module", "is_torch_tensor", "main",
+           "missing_attribute"]
+
+# ---- leftover torch in a ported program -------------------------------------------------------
+
+_TORCH_PACKAGES = ("torch", "torchvision", "torchaudio", "torchtext", "functorch")
+_EINOPS_TORCH = {"einops.layers.torch": "use shapeflow.nn.Rearrange / Reduce"}
+
+
+class TorchUse(namedtuple("TorchUse", ["path", "line", "text", "what"])):
+    """One line of a program that still uses PyTorch: path, line number, its text, why."""
+
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.text.strip()}  ({self.what})"
+
+
+def _is_torch(module: str | None) -> bool:
+    if not module:
+        return False
+    return module.split(".")[0] in _TORCH_PACKAGES or module in _EINOPS_TORCH
+
+
+def _uses_in_source(source: str, path: str) -> list[TorchUse]:
+    import ast
+
+    tree = ast.parse(source, filename=path)
+    lines = source.splitlines()
+    found: list[tuple[int, str]] = []
+    bound: dict[str, str] = {}  # local name -> the torch thing it stands for
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if _is_torch(alias.name):
+                    found.append((node.lineno, f"imports {alias.name}"))
+                    local = alias.asname or alias.name.split(".")[0]
+                    bound[local] = alias.name if alias.asname else local
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and _is_torch(node.module):
+            names = ", ".join(a.name for a in node.names)
+            advice = _EINOPS_TORCH.get(node.module)
+            found.append((node.lineno, f"imports {names} from {node.module}"
+                          + (f"; {advice}" if advice else "")))
+            for alias in node.names:
+                bound[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            fn = node.func
+            fname = fn.attr if isinstance(fn, ast.Attribute) else getattr(fn, "id", "")
+            arg = node.args[0].value
+            if fname in ("import_module", "__import__") and isinstance(arg, str) \
+                    and _is_torch(arg):
+                found.append((node.lineno, f"imports {arg} at run time"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in bound:
+            found.append((node.lineno, f"uses {bound[node.id]}"))
+    uses, seen = [], set()
+    for lineno, what in sorted(found):
+        if lineno in seen:
+            continue  # one report per line: its first reason
+        seen.add(lineno)
+        uses.append(TorchUse(path, lineno, lines[lineno - 1] if lineno <= len(lines) else "",
+                             what))
+    return uses
+
+
+def _files(target) -> list:
+    from pathlib import Path
+
+    if hasattr(target, "__file__") or hasattr(target, "__path__"):  # a module or package
+        paths = getattr(target, "__path__", None)
+        if paths:
+            return sorted(p for d in paths for p in Path(d).rglob("*.py"))
+        if not getattr(target, "__file__", None):
+            raise ValueError(f"check_module: module {target.__name__!r} has no source file")
+        return [Path(target.__file__)]
+    path = Path(target)
+    if path.is_dir():
+        return sorted(path.rglob("*.py"))
+    if not path.exists():
+        raise FileNotFoundError(f"check_module: no such file or directory: {str(path)!r}")
+    return [path]
+
+
+def check_module(module_or_path, *, verbose: bool = True) -> list[TorchUse]:
+    """The lines of a module, package, file or directory that still use PyTorch.
+
+    Finds `import torch`, `from torch... import`, torchvision and kin, einops' torch layers,
+    run-time imports of them, and every line that uses a name those imports bound. With
+    `verbose`, prints them as `path:line: code  (why)`. An empty list: nothing left.
+    """
+    uses: list[TorchUse] = []
+    for path in _files(module_or_path):
+        uses += _uses_in_source(path.read_text(encoding="utf-8"), str(path))
+    if verbose:
+        for use in uses:
+            print(use)
+        if not uses:
+            print("no PyTorch left")
+    return uses
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m shapeflow.compat FILE_OR_DIR...`: print leftover torch uses; 1 if any."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv == ["--torch-names"]:
+        print(torch_names_source(), end="")
+        return 0
+    if not argv:
+        print("usage: python -m shapeflow.compat FILE_OR_DIR... (lists lines still using "
+              "torch)", file=sys.stderr)
+        return 2
+    found = [u for target in argv for u in check_module(target, verbose=False)]
+    for use in found:
+        print(use)
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,81 @@
+"""Adadelta (PyTorch's update rule, step by step)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .optimizer import Optimizer, axpy_, new_step, zeros_state
+
+
+class Adadelta(Optimizer):
+    """Adadelta, exactly `torch.optim.Adadelta`:
+
+        g = grad (+ weight_decay * p);  v = rho * v + (1 - rho) * g * g
+        d = sqrt(u + eps) / sqrt(v + eps) * g;  u = rho * u + (1 - rho) * d * d;  p -= lr * d
+
+    State per parameter (`state_per_param`): ['square_avg', 'acc_delta'] (v and u), each
+    shaped like the parameter, and a 'step' counter (a 0-d float32 tensor, as PyTorch's).
+    `foreach` is accepted and changes nothing (one NumPy path); `capturable` and
+    `differentiable` (CUDA graphs, a differentiable step) are not supported.
+    """
+
+    def __init__(self, params, lr: float = 1.0, rho: float = 0.9, eps: float = 1e-6,
+                 weight_decay: float = 0, foreach: bool | None = None, *,
+                 capturable: bool = False, maximize: bool = False,
+                 differentiable: bool = False) -> None:
+        if not lr >= 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= rho <= 1.0:
+            raise ValueError(f"Invalid rho value: {rho}")
+        if not eps >= 0.0:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not weight_decay >= 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if capturable or differentiable:
+            raise ValueError("Adadelta: capturable=True and differentiable=True are not "
+                             "implemented in shapeflow")
+        defaults = {"lr": lr, "rho": rho, "eps": eps, "weight_decay": weight_decay,
+                    "maximize": maximize, "capturable": capturable, "foreach": foreach,
+                    "differentiable": differentiable}
+        super().__init__(params, defaults)
+
+    def state_per_param(self, group: dict) -> list[str]:
+        return ["square_avg", "acc_delta"]
+
+    def step(self, closure=None):
+        loss = self._closure(closure)
+        self._check_devices()
+        for group in self.param_groups:
+            lr, rho, eps = group["lr"], group["rho"], group["eps"]
+            wd, maximize = group["weight_decay"], group["maximize"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                param = p.data
+                grad = p.grad.data
+                state = self.state[p]
+                if not state:
+                    state["step"] = new_step()
+                    state["square_avg"] = zeros_state(p)
+                    state["acc_delta"] = zeros_state(p)
+                step = state["step"].data
+                step += 1
+                square_avg, acc_delta = state["square_avg"].data, state["acc_delta"].data
+                if maximize:
+                    grad = np.negative(grad)
+                if wd != 0:
+                    grad = grad + param * wd
+                # PyTorch's order of operations, so float32 results agree to the last bits
+                square_avg *= rho
+                square_avg += grad * (1 - rho) * grad
+                std = square_avg + eps
+                np.sqrt(std, out=std)
+                delta = acc_delta + eps
+                np.sqrt(delta, out=delta)
+                delta /= std
+                delta *= grad
+                acc_delta *= rho
+                acc_delta += delta * (1 - rho) * delta
+                axpy_(param, delta, -lr)
+                p._version[0] += 1
+        return loss

@@ -1,0 +1,71 @@
+"""PyTorch idioms on Tensor that are not ops: `f"{loss:.4f}"`, `t.type()`, `t.view_as(u)`,
+`t.is_cuda`, `t.cuda()`. Attached to Tensor in `_methods.py`."""
+
+from __future__ import annotations
+
+from . import dtypes as _dt
+from .device import meta
+from .errors import DTypeError
+from .tensor import Tensor
+
+# PyTorch's legacy type names, by dtype (what `torch.ones(2).type()` returns on cpu)
+_TYPE_NAMES = {
+    _dt.float32: "FloatTensor", _dt.float64: "DoubleTensor", _dt.float16: "HalfTensor",
+    _dt.bfloat16: "BFloat16Tensor", _dt.int64: "LongTensor", _dt.int32: "IntTensor",
+    _dt.int16: "ShortTensor", _dt.int8: "CharTensor", _dt.uint8: "ByteTensor",
+    _dt.bool_: "BoolTensor",
+}
+_BY_TYPE_NAME = {name: dt for dt, name in _TYPE_NAMES.items()}
+
+
+def tensor_format(self: Tensor, format_spec: str) -> str:
+    """As torch.Tensor.__format__: a 0-d tensor with data formats as its Python number."""
+    if self.ndim == 0 and self.device is not meta and type(self) is Tensor:
+        # the value without item()'s graph-break note: printing a loss breaks nothing
+        return Tensor._make(self.data, (), self.dtype, self.device).item().__format__(format_spec)
+    return object.__format__(self, format_spec)
+
+
+def tensor_type(self: Tensor, dtype=None, non_blocking: bool = False, **kwargs):
+    """`t.type()`: PyTorch's type string ('torch.FloatTensor'); `t.type(dtype)`: `t.to(dtype)`.
+
+    The strings are PyTorch's (code compares them with 'torch.FloatTensor'); a meta tensor's
+    read 'torch.meta.FloatTensor', as PyTorch's do.
+    """
+    if dtype is None:
+        prefix = "torch.meta." if self.device is meta else "torch."
+        return prefix + _TYPE_NAMES[self.dtype]
+    if isinstance(dtype, str):
+        name = dtype.removeprefix("torch.")
+        if name.startswith("cuda."):
+            return self.to("cuda")  # raises: no cuda device
+        if name not in _BY_TYPE_NAME:
+            raise DTypeError(f"type: invalid type {dtype!r}",
+                             op="type", hint="use a dtype (sf.float64) or a name such as "
+                             "'torch.DoubleTensor'")
+        dtype = _BY_TYPE_NAME[name]
+    return self.to(dtype)
+
+
+def view_as(self: Tensor, other: Tensor) -> Tensor:
+    """`self.view(other.size())`."""
+    return self.view(other.shape)
+
+
+def is_cuda(self: Tensor) -> bool:
+    """False: a shapeflow tensor is on cpu or meta."""
+    return False
+
+
+def cuda(self: Tensor, device=None, non_blocking: bool = False) -> Tensor:
+    """`t.to('cuda')`: raises a DeviceError, as there is no cuda device (see sf.cuda)."""
+    return self.to("cuda" if device is None else f"cuda:{device}" if isinstance(device, int)
+                   else device)
+
+
+def attach() -> None:
+    Tensor.__format__ = tensor_format
+    Tensor.type = tensor_type
+    Tensor.view_as = view_as
+    Tensor.is_cuda = property(is_cuda)
+    Tensor.cuda = cuda
