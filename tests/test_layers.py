@@ -10,6 +10,7 @@ imports make no circle (counting the packages an import runs first); and the tab
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -126,13 +127,14 @@ class _Scan:
             self.visit(child, inner)
 
 
-def imports(src: Path = SRC, package: str = PACKAGE) -> list[Import]:
+@functools.cache
+def imports(src: Path = SRC, package: str = PACKAGE) -> tuple[Import, ...]:
     """Every import of a package module by a package module."""
     mods = modules(src, package)
     out = []
     for name, path in mods.items():
         out += _Scan(name, path, _shown(path, src), mods, package).found
-    return out
+    return tuple(out)
 
 
 def part_of(name: str, layers=LAYERS) -> tuple[int, str] | None:
