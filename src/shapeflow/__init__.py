@@ -60,6 +60,11 @@ _LAZY_ATTRS = {"graph": ".inspect.graph", "Graph": ".inspect.graph"}  # subproce
 _LAZY_ATTRS.update(dict.fromkeys(
     ("set_float32_matmul_precision", "get_float32_matmul_precision"), ".backends"))
 
+# Tensor refuses torch functions and says what to use for torch.Tensor names it lacks
+from . import _porting
+
+_porting.attach(globals())
+
 # einops learns of shapeflow tensors when einops is imported (nothing is imported here)
 from .ext import install as _install_ext
 

@@ -1,8 +1,18 @@
-"""Attach op functions to Tensor as methods and operators (`t.exp()`, `t + u`, `t @ w`)."""
+"""Attach op functions to Tensor as methods and operators (`t.exp()`, `t + u`, `t @ w`).
+
+Also the Tensor methods that need factories or the engine (`t.to()`, `t.new_zeros()`,
+`t.backward()`): tensor.py sits below all three and cannot import them.
+"""
 
 from __future__ import annotations
 
-from . import _porting, tensor_compat
+import importlib
+
+from . import dtypes as _dt
+from . import factories, tensor_compat, torch_interop
+from .autograd import engine
+from .device import get_device
+from .dtypes import DType
 from .errors import ShapeflowError
 from .ops import elementwise as E
 from .ops import indexing, linalg, movement, reduce
@@ -25,8 +35,8 @@ def _swap(fn):
         try:
             return fn(other, self)
         except ShapeflowError:
-            if _porting.is_torch_tensor(other):  # `torch_t - sf_t`, after torch declined
-                raise _porting.mixing_error(other, fn.__name__) from None
+            if torch_interop.is_torch_tensor(other):  # `torch_t - sf_t`, after torch declined
+                raise torch_interop.mixing_error(other, fn.__name__) from None
             raise
 
     return swapped
@@ -42,8 +52,8 @@ def _operator(op_class, general):
         try:
             return general(a, b)
         except ShapeflowError:
-            if _porting.is_torch_tensor(b):
-                raise _porting.mixing_error(b, general.__name__) from None
+            if torch_interop.is_torch_tensor(b):
+                raise torch_interop.mixing_error(b, general.__name__) from None
             raise
 
     operator.__name__ = general.__name__
@@ -94,13 +104,65 @@ def _attach_operators() -> None:
         setattr(T, name, _inplace_method(name, fn))
 
 
-def _attach_porting_aids() -> None:
-    tensor_compat.attach()
-    Tensor.__torch_function__ = classmethod(_porting.torch_function)
-    Tensor.__dir__ = _porting.tensor_dir
-    _porting.install_tensor_names(Tensor)  # last: only names nothing else gave Tensor
+def to(self, *args, dtype=None, device=None, copy: bool = False) -> Tensor:
+    """A tensor with another dtype and/or device (`t.to('meta')`, `t.to(sf.float16)`)."""
+    for a in args:
+        if isinstance(a, Tensor):
+            dtype, device = a.dtype, a.device
+        elif isinstance(a, DType):
+            dtype = a
+        elif isinstance(a, str):
+            if a in ("cpu", "meta") or a.startswith("cuda"):
+                device = a
+            else:
+                dtype = a
+        else:
+            dtype = a
+    out = self
+    if dtype is not None:
+        dtype = _dt.get_dtype(dtype)
+        if dtype is not self.dtype:
+            out = E.cast(out, dtype)
+    if device is not None:
+        device = get_device(device)
+        if device is not out.device:
+            out = E.to_device(out, device)
+    if copy and out is self:
+        out = self.clone()
+    return out
+
+
+def backward(self, gradient=None, retain_graph: bool | None = None,
+             create_graph: bool = False, inputs=None) -> None:
+    """Accumulate d(self)/d(leaf) into each leaf's .grad (chain rule over the graph)."""
+    engine.backward([self], None if gradient is None else [gradient], retain_graph,
+                    create_graph, inputs)
+
+
+def new_zeros(self, *size) -> Tensor:
+    return factories.zeros(*size, dtype=self.dtype, device=self.device)
+
+
+def new_ones(self, *size) -> Tensor:
+    return factories.ones(*size, dtype=self.dtype, device=self.device)
+
+
+def new_full(self, size, fill_value) -> Tensor:
+    return factories.full(size, fill_value, dtype=self.dtype, device=self.device)
+
+
+def new_empty(self, *size) -> Tensor:
+    return factories.empty(*size, dtype=self.dtype, device=self.device)
+
+
+def _attach_tensor_methods() -> None:
+    for fn in (to, backward, new_zeros, new_ones, new_full, new_empty):
+        setattr(Tensor, fn.__name__, fn)
+    # tensor([t, u]) stacks (by module, not `from . import tensor`: sf.tensor is the function)
+    importlib.import_module(".tensor", __package__)._stack = movement.stack
 
 
 _attach_methods()
 _attach_operators()
-_attach_porting_aids()
+_attach_tensor_methods()
+tensor_compat.attach()

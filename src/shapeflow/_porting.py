@@ -1,15 +1,14 @@
 """What porting from PyTorch meets at run time: names PyTorch has and shapeflow lacks (an
 error that says so), and torch tensors given to shapeflow (an error naming both types).
 
-Imported with shapeflow (Tensor's stand-ins are set up at import); `shapeflow.compat` is
-the public face, with `check_module`.
+Imported with shapeflow, whose __init__ calls `attach()` (Tensor's stand-ins); torch tensors
+given to shapeflow are `torch_interop`'s. `shapeflow.compat` is the public face.
 """
 
 from __future__ import annotations
 
-import sys
-
-from .errors import DTypeError
+from .tensor import Tensor
+from .torch_interop import torch_function
 
 # ---- names PyTorch has and shapeflow does not ----------------------------------------------
 
@@ -40,6 +39,7 @@ ADVICE: dict[str, str] = {
     "torch.Tensor.get_device": "use t.device ('cpu' or 'meta')",
     "torch.Tensor.share_memory_": "shapeflow runs in one process: drop the call",
 }
+_PACKAGE: dict = {}  # shapeflow's names; attach() fills it
 _LEGACY_TENSOR_TYPES = {
     "FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
     "BFloat16Tensor": "bfloat16", "LongTensor": "int64", "IntTensor": "int32",
@@ -57,14 +57,10 @@ def _advice(torch_name: str, name: str) -> str | None:
     """What to use instead of `torch_name` (torch.X or torch.Tensor.X), if shapeflow has it."""
     if torch_name in ADVICE:
         return ADVICE[torch_name]
-    from .tensor import Tensor
-
     if torch_name.startswith("torch.Tensor."):
         if name.endswith("_") and hasattr(Tensor, name[:-1]):
             return f"use the out-of-place t.{name[:-1]}(...) and assign its result"
-        import shapeflow
-
-        if name in vars(shapeflow):
+        if name in _PACKAGE:
             return f"use sf.{name}(t, ...)"
         return None
     if name in _LEGACY_TENSOR_TYPES:
@@ -79,8 +75,6 @@ def _advice(torch_name: str, name: str) -> str | None:
 
 
 def _is_tensor_attribute(name: str) -> bool:
-    from .tensor import Tensor
-
     try:
         getattr(Tensor, name)
     except AttributeError:
@@ -169,65 +163,13 @@ def torch_names_source() -> str:
             f'# dir(torch.Tensor), public names\nTENSOR = _words("""\n{block(tensor)}\n""")\n')
 
 
-# ---- torch tensors where shapeflow tensors belong --------------------------------------------
+def attach(package: dict) -> None:
+    """Tensor's porting aids: torch functions refusing it, dir() and the missing names.
 
-def is_torch_tensor(x) -> bool:
-    """Whether x is a PyTorch tensor (without importing torch: only if it is imported)."""
-    torch = sys.modules.get("torch")
-    return torch is not None and isinstance(x, getattr(torch, "Tensor", ()))
-
-
-def mixing_error(x, op: str | None = None) -> DTypeError:
-    """The error for a torch tensor given to shapeflow: both types named, and the way out."""
-    shape = "[" + ", ".join(str(s) for s in tuple(x.shape)) + "]"
-    where = f"{op}: " if op else ""
-    return DTypeError(
-        f"{where}got a torch.Tensor ({shape} {x.dtype}) where a shapeflow.Tensor is expected: "
-        "PyTorch's and shapeflow's tensors do not mix",
-        op=op,
-        hint="convert with sf.tensor(x) (a copy, through NumPy), or port the code that made "
-        "it; shapeflow.compat.check_module(...) lists the lines still using torch",
-    )
-
-
-def torch_values(x):
-    """A torch tensor's values as a NumPy array (a copy; bfloat16 through ml_dtypes); any
-    other object (a torch.Size...) as it is."""
-    if not is_torch_tensor(x):
-        return x
-    x = x.detach().cpu()
-    if str(x.dtype) == "torch.bfloat16":
-        import ml_dtypes
-
-        return x.float().numpy().astype(ml_dtypes.bfloat16)
-    return x.numpy().copy()
-
-
-def torch_function(cls, func, types, args=(), kwargs=None):
-    """Tensor.__torch_function__: a torch function given a shapeflow tensor raises, clearly.
-
-    (For `torch_tensor + sf_tensor` PyTorch turns this error into NotImplemented and Python
-    asks shapeflow's `__radd__`, which raises the same error from its side.)
+    `package` is shapeflow's namespace (its __init__ calls this), for advice like `sf.X`.
     """
-    from .tensor import Tensor
-
-    name = getattr(func, "__name__", repr(func))
-    found = next((a for a in _flatten(args, kwargs) if isinstance(a, Tensor)), None)
-    what = (f"[{', '.join(str(s) for s in found.shape)}] {found.dtype}" if found is not None
-            else "a tensor")
-    raise DTypeError(
-        f"torch.{name}: got a shapeflow.Tensor ({what}) where a torch.Tensor is expected: "
-        "PyTorch's and shapeflow's tensors do not mix",
-        op=f"torch.{name}",
-        hint="call shapeflow's op (sf.<name> or the tensor's method), or convert with "
-        "torch.from_numpy(t.numpy()); shapeflow.compat.check_module(...) lists the lines "
-        "still using torch",
-    )
-
-
-def _flatten(args, kwargs):
-    for a in (*args, *(kwargs or {}).values()):
-        if isinstance(a, (list, tuple)):
-            yield from a
-        else:
-            yield a
+    global _PACKAGE
+    _PACKAGE = package  # the live namespace: names defined after this call count too
+    Tensor.__torch_function__ = classmethod(torch_function)
+    Tensor.__dir__ = tensor_dir
+    install_tensor_names(Tensor)  # last: only names nothing else gave Tensor

@@ -3,7 +3,7 @@
 `python -m shapeflow.compat train.py` prints those lines (exit status 1 if any). A name
 PyTorch has and shapeflow lacks raises an AttributeError that says what to use (`ADVICE`),
 and a torch tensor given to a shapeflow op raises a DTypeError naming both types
-(`is_torch_tensor`); both live in shapeflow._porting, which shapeflow imports at start-up.
+(`is_torch_tensor`): shapeflow._porting and shapeflow.torch_interop, imported at start-up.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from __future__ import annotations
 import sys
 from collections import namedtuple
 
-from ._porting import ADVICE, is_torch_tensor, missing_attribute, torch_names_source
+from ._porting import ADVICE, missing_attribute, torch_names_source
+from .torch_interop import is_torch_tensor
 
 __all__ = ["ADVICE", "TorchUse", "check_module", "is_torch_tensor", "main",
            "missing_attribute"]

@@ -152,7 +152,7 @@ def scalar_category(x) -> int:
         return _INT
     if isinstance(x, float):
         return _FLOAT
-    from ._porting import is_torch_tensor, mixing_error
+    from .torch_interop import is_torch_tensor, mixing_error
 
     if is_torch_tensor(x):
         raise mixing_error(x)

@@ -1,7 +1,8 @@
 """Tensor: data with a dtype and a device, and its place in the graph.
 
-Op methods (`t.exp()`, `t + u`, ...) are attached in `_methods.py`; this file
-holds what a tensor *is*: its data, shape, dtype, device and autograd fields.
+This file holds what a tensor *is*: its data, shape, dtype, device and autograd fields.
+Methods that run ops, factories or the engine (`t.exp()`, `t + u`, `t.to()`, `t.backward()`)
+are attached in `_methods.py`: those sit above this file (docs/design.md, "Layers").
 """
 
 from __future__ import annotations
@@ -245,46 +246,7 @@ class Tensor:
 
         self.register_hook(keep)
 
-    def backward(self, gradient=None, retain_graph: bool | None = None,
-                 create_graph: bool = False, inputs=None) -> None:
-        """Accumulate d(self)/d(leaf) into each leaf's .grad (chain rule over the graph)."""
-        from .autograd.engine import backward
-
-        backward([self], None if gradient is None else [gradient], retain_graph,
-                 create_graph, inputs)
-
     # ---- conversion --------------------------------------------------------------------
-    def to(self, *args, dtype=None, device=None, copy: bool = False) -> Tensor:
-        """A tensor with another dtype and/or device (`t.to('meta')`, `t.to(sf.float16)`)."""
-        for a in args:
-            if isinstance(a, Tensor):
-                dtype, device = a.dtype, a.device
-            elif isinstance(a, DType):
-                dtype = a
-            elif isinstance(a, str):
-                if a in ("cpu", "meta") or a.startswith("cuda"):
-                    device = a
-                else:
-                    dtype = a
-            else:
-                dtype = a
-        out = self
-        if dtype is not None:
-            dtype = _dt.get_dtype(dtype)
-            if dtype is not self.dtype:
-                from .ops.elementwise import cast
-
-                out = cast(out, dtype)
-        if device is not None:
-            device = get_device(device)
-            if device is not out.device:
-                from .ops.elementwise import to_device
-
-                out = to_device(out, device)
-        if copy and out is self:
-            out = self.clone()
-        return out
-
     def float(self) -> Tensor:
         return self.to(_dt.float32)
 
@@ -314,26 +276,6 @@ class Tensor:
 
     def new_tensor(self, data) -> Tensor:
         return tensor(data, dtype=self.dtype, device=self.device)
-
-    def new_zeros(self, *size) -> Tensor:
-        from .factories import zeros
-
-        return zeros(*size, dtype=self.dtype, device=self.device)
-
-    def new_ones(self, *size) -> Tensor:
-        from .factories import ones
-
-        return ones(*size, dtype=self.dtype, device=self.device)
-
-    def new_full(self, size, fill_value) -> Tensor:
-        from .factories import full
-
-        return full(size, fill_value, dtype=self.dtype, device=self.device)
-
-    def new_empty(self, *size) -> Tensor:
-        from .factories import empty
-
-        return empty(*size, dtype=self.dtype, device=self.device)
 
     # ---- printing -----------------------------------------------------------------------
     def __repr__(self) -> str:
@@ -379,7 +321,7 @@ def describe(t) -> str:
     describing one raises shapeflow._porting's mixing error instead.
     """
     if not isinstance(t, Tensor):
-        from ._porting import is_torch_tensor, mixing_error
+        from .torch_interop import is_torch_tensor, mixing_error
 
         if is_torch_tensor(t):
             raise mixing_error(t)
@@ -409,15 +351,13 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
         out = Tensor._make(out.data, out.shape, out.dtype, out.device)
     else:
         if type(data).__module__.startswith("torch"):  # a PyTorch tensor: its values, copied
-            from ._porting import torch_values
+            from .torch_interop import torch_values
 
             data = torch_values(data)
         if isinstance(data, np.ndarray):
             dt = _dt.get_dtype(dtype) if dtype is not None else _dt.from_numpy_dtype(data.dtype)
         elif isinstance(data, (list, tuple)) and _holds_tensors(data):
-            from .ops.movement import stack
-
-            out = stack([tensor(x, dtype=dtype, device=device) for x in data])
+            out = _stack([tensor(x, dtype=dtype, device=device) for x in data])
             return out.requires_grad_(True) if requires_grad else out
         else:
             dt = _dt.get_dtype(dtype) if dtype is not None else _infer_dtype(data)
@@ -431,6 +371,10 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
     if requires_grad:
         out.requires_grad_(True)
     return out
+
+
+# ops.movement.stack, bound by _methods.py: stack is an op, and ops sit above this file
+_stack = None
 
 
 def _holds_tensors(data) -> bool:

@@ -8,7 +8,7 @@ from ..device import meta
 from ..errors import GraphError, ShapeError
 from ..shape import dims_equal, format_shape, shapes_equal
 from ..tensor import Tensor, describe
-from . import grad_mode
+from . import grad_mode, inspect_hooks
 
 
 def _roots_and_grads(outputs, grad_outputs, op_name: str):
@@ -26,7 +26,7 @@ def _roots_and_grads(outputs, grad_outputs, op_name: str):
                 hint="check that a parameter (requires_grad=True) feeds it, outside no_grad(), "
                 "without detach() or a round trip through .numpy()/.item()",
             )
-            err.message += _explain_last_model(out)
+            err.message += inspect_hooks.no_grad_report(out)  # inspect.explain's report, if any
             raise err
         g = None if grad_outputs is None else grad_outputs[i]
         if g is None:
@@ -57,17 +57,6 @@ def _roots_and_grads(outputs, grad_outputs, op_name: str):
             )
         pairs.append((out, g))
     return pairs
-
-
-def _explain_last_model(out: Tensor) -> str:
-    """The explain_no_grad report for the model that ran last, if one did."""
-    from ..inspect import trace
-    from ..inspect.explain import explain_no_grad
-
-    model = trace.last_root() if trace.last_root is not None else None
-    if model is None or not any(True for _ in model.parameters()):
-        return ""
-    return "\n" + explain_no_grad(out, model)
 
 
 def _why_no_grad(t: Tensor) -> str:
@@ -190,10 +179,8 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=(),
                     continue
             if node.created_at is None:
                 in_grads = node.backward(g)
-            else:  # recorded under detect_anomaly()
-                from ..inspect.anomaly import checked_backward
-
-                in_grads = checked_backward(node, g)
+            else:  # recorded under detect_anomaly(): inspect.anomaly checks what it made
+                in_grads = inspect_hooks.anomaly.checked_backward(node, g)
             if not retain_graph:
                 node.release()
             edges = node.next  # (to, shape, dtype) per input, flattened

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from einops._backends import AbstractBackend
 
-import shapeflow as sf
-
-from ..tensor import Tensor
+from ..dtypes import int64
+from ..factories import arange
+from ..ops.linalg import einsum
+from ..ops.movement import cat, stack
+from ..tensor import Tensor, from_numpy
 
 
 class ShapeflowBackend(AbstractBackend):
@@ -24,14 +26,14 @@ class ShapeflowBackend(AbstractBackend):
         return isinstance(tensor, Tensor)
 
     def from_numpy(self, x):
-        t = sf.from_numpy(x)
+        t = from_numpy(x)
         return t.requires_grad_(True) if t.is_floating_point() else t
 
     def to_numpy(self, x):
         return x.detach().numpy()
 
     def arange(self, start, stop):
-        return sf.arange(start, stop, dtype=sf.int64)
+        return arange(start, stop, dtype=int64)
 
     def shape(self, x):
         # symbolic dims in a list: unhashable, so einops skips its recipe cache (whose key
@@ -56,7 +58,7 @@ class ShapeflowBackend(AbstractBackend):
         raise NotImplementedError(f"einops reduction {operation!r} on shapeflow tensors")
 
     def stack_on_zeroth_dimension(self, tensors: list):
-        return sf.stack(tensors)
+        return stack(tensors)
 
     def add_axis(self, x, new_position: int):
         return x.unsqueeze(new_position)
@@ -72,7 +74,7 @@ class ShapeflowBackend(AbstractBackend):
         return x.repeat(*repeats)
 
     def concat(self, tensors, axis: int):
-        return sf.cat(list(tensors), dim=axis)
+        return cat(list(tensors), dim=axis)
 
     def is_float_type(self, x) -> bool:
         return x.dtype.is_floating_point
@@ -83,4 +85,4 @@ class ShapeflowBackend(AbstractBackend):
         return einops_layers
 
     def einsum(self, pattern: str, *x):
-        return sf.einsum(pattern, *x)
+        return einsum(pattern, *x)

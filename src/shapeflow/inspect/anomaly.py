@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..autograd.inspect_hooks import anomaly as _anomaly
 from ..errors import ShapeflowError
-from ..ops import base
 from ..tensor import describe
+from .trace import current_path
 
 
 class AnomalyError(ShapeflowError, RuntimeError):
@@ -21,27 +22,25 @@ def _bad(arr) -> bool:
 
 def check_forward(op, inputs, data) -> None:
     """Raise if this op turned finite inputs into NaN/Inf."""
-    if base._anomaly.in_backward or not _bad(data) or any(_bad(t.data) for t in inputs):
+    if _anomaly.in_backward or not _bad(data) or any(_bad(t.data) for t in inputs):
         return
-    from .trace import current_path
-
     what = "NaN" if np.isnan(data).any() else "Inf"
     err = AnomalyError(
         f"{op.name} produced {what} from finite inputs (forward)", op=op.name,
         operands=[(f"input {i}", describe(t)) for i, t in enumerate(inputs)],
         module_path=current_path(),
         hint=_hint(op.name, inputs))
-    err.user_line = base._anomaly.user_frame()
+    err.user_line = _anomaly.user_frame()
     raise err
 
 
 def checked_backward(node, grad):
     """node.backward(grad), then a check of what it produced."""
-    prev, base._anomaly.in_backward = base._anomaly.in_backward, True
+    prev, _anomaly.in_backward = _anomaly.in_backward, True
     try:
         in_grads = node.backward(grad)
     finally:
-        base._anomaly.in_backward = prev
+        _anomaly.in_backward = prev
     check_backward(node, grad, in_grads)
     return in_grads
 
@@ -80,10 +79,15 @@ class detect_anomaly:
         self.check_nan = check_nan
 
     def __enter__(self):
-        self.prev = base._anomaly.enabled
-        base._anomaly.enabled = self.check_nan
+        self.prev = _anomaly.enabled
+        _anomaly.enabled = self.check_nan
         return self
 
     def __exit__(self, *exc):
-        base._anomaly.enabled = self.prev
+        _anomaly.enabled = self.prev
         return False
+
+
+# ops/base.py's apply and the engine call these through the hooks (they sit below inspect)
+_anomaly.check_forward = check_forward
+_anomaly.checked_backward = checked_backward

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from ..autograd import breaks
+from ..autograd import breaks, inspect_hooks
 from ..tensor import Tensor
+from . import trace
 
 _REASONS = {
     "detach": "detach() (also how a .numpy() round trip starts: x.detach().numpy())",
@@ -61,8 +62,6 @@ def explain_no_grad(loss: Tensor, model) -> str:
 
 def _first_break(owner: str, events) -> str:
     """The break inside the owner module, or else the latest one in an enclosing module."""
-    from . import trace
-
     if owner and trace.last_called and owner not in trace.last_called:
         return "the module was not called in the last forward (it is unused)"
     inside = [e for e in events if e[2] is not None and (e[2] == owner or
@@ -77,3 +76,15 @@ def _first_break(owner: str, events) -> str:
         where = path if path else "the model's forward"
         return f"the path broke at {op} in {where}: {_REASONS[reason]}"
     return ("the module was not used in this forward, or its output does not feed the loss")
+
+
+def explain_last_model(out: Tensor) -> str:
+    """The explain_no_grad report for the model that ran last, if one did (for engine errors)."""
+    model = trace.last_root() if trace.last_root is not None else None
+    if model is None or not any(True for _ in model.parameters()):
+        return ""
+    return "\n" + explain_no_grad(out, model)
+
+
+# the engine sits below inspect: it adds this report to its "does not require grad" error
+inspect_hooks.no_grad_report = explain_last_model

@@ -29,7 +29,7 @@ from ..ops import base
 from ..shape import format_shape
 from ..tensor import Tensor
 from . import trace as _trace
-from .trace import meta_copy
+from .meta import meta_copy
 from .units import format_bytes, format_count
 
 __all__ = ["Graph", "Node", "Edge", "SavedTensor", "RenderError", "graph", "trace_call"]

@@ -14,7 +14,7 @@ from ..ops import base
 from ..shape import format_shape
 from ..tensor import Tensor
 from . import trace
-from .trace import meta_copy
+from .meta import meta_copy
 from .units import format_bytes
 
 

@@ -3,7 +3,8 @@
 `Module.__call__` goes through `call_module`. The outermost call opens a `CallState`;
 every nested module call pushes its path, and when it returns its output shape joins the
 chain (replacing its children's entries, so the chain stays one line per finished step).
-An error raised inside gets the path, the module's kind, the chain and a hint.
+An error raised inside gets the path, the module's kind, the chain and a hint. nn imports
+this file, so it sits in nn's layer, not inspect's: it imports only errors, shape, breaks.
 """
 
 from __future__ import annotations
@@ -256,19 +257,3 @@ def current_state() -> CallState | None:
 
 
 breaks.current_path = current_path
-
-
-def meta_copy(model):
-    """A copy of `model` on the meta device: parameters stay Parameters, no data is copied."""
-    import copy
-
-    from ..device import meta
-    from ..nn.parameter import Parameter
-    from ..tensor import Tensor
-
-    memo = {}
-    for t in list(model.parameters()) + list(model.buffers()):
-        m = Tensor._make(None, t.shape, t.dtype, meta)
-        memo[id(t)] = Parameter(m, requires_grad=t.requires_grad) if isinstance(
-            t, Parameter) else m
-    return copy.deepcopy(model, memo)

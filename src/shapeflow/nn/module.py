@@ -424,7 +424,7 @@ class Module:
                 continue
             value = state_dict[key]
             if type(value).__module__.startswith("torch"):  # PyTorch's weights: their values
-                from .._porting import torch_values
+                from ..torch_interop import torch_values
 
                 value = torch_values(value)
             if isinstance(value, np.ndarray):

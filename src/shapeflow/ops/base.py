@@ -13,6 +13,7 @@ import numpy as np
 
 from ..autograd import breaks
 from ..autograd.grad_mode import state as _grad_mode
+from ..autograd.inspect_hooks import anomaly as _anomaly
 from ..device import cpu, meta
 from ..errors import DeviceError, GraphError
 from ..tensor import Tensor, describe
@@ -224,10 +225,8 @@ def apply(op: Op, *inputs: Tensor) -> Tensor:
     if device is cpu:
         if type(data) is not _ndarray:
             data = np.asarray(data)  # NumPy returns scalars for 0-d results
-        if _anomaly.enabled:
-            from ..inspect.anomaly import check_forward
-
-            check_forward(op, inputs, data)
+        if _anomaly.enabled:  # under sf.detect_anomaly(): inspect.anomaly's check
+            _anomaly.check_forward(op, inputs, data)
     out = _make(data, shape, dtype, device)
     if grad:
         if not _grad_mode.enabled:
@@ -282,10 +281,8 @@ def record(op: Op, inputs, out: Tensor, how: int | None = None) -> None:
                 keep.append(None)
         op._saved = keep
     if _anomaly.enabled:
-        from ..inspect.trace import current_path
-
         op.created_at = _anomaly.user_frame()
-        op.module_path = current_path()
+        op.module_path = breaks.current_path()
     if observers:
         for observer in observers:
             observer(op, inputs, out)
@@ -295,27 +292,6 @@ def record(op: Op, inputs, out: Tensor, how: int | None = None) -> None:
 
 # Callbacks observer(node, inputs, out) run for every recorded node (summaries, memory).
 observers: list = []
-
-
-class _Anomaly:
-    """Set by `sf.detect_anomaly()`: nodes remember the user line that created them."""
-
-    def __init__(self) -> None:
-        # instance attributes: read on every op (see grad_mode._State)
-        self.enabled = False
-        self.in_backward = False
-
-    @staticmethod
-    def user_frame() -> str | None:
-        import traceback
-
-        for frame in reversed(traceback.extract_stack()[:-3]):
-            if "/shapeflow/" not in frame.filename.replace("\\", "/"):
-                return f"{frame.filename}:{frame.lineno}: {frame.line}"
-        return None
-
-
-_anomaly = _Anomaly()
 
 
 def device_mismatch(op: str, inputs) -> DeviceError:

@@ -19,7 +19,7 @@ from ...errors import ShapeflowError
 from ...ops import base
 from ...tensor import Tensor
 from .. import trace as _trace
-from ..trace import meta_copy
+from ..meta import meta_copy
 from .tracker import LiveTracker, Max, Peak
 
 PRECISIONS = {"fp32": None, "bf16-mixed": _dt.bfloat16, "fp16-mixed": _dt.float16}
