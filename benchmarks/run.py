@@ -269,11 +269,36 @@ def main(argv=None) -> int:
           f"{plan['max_rss_bytes'] / 2**20:.0f} MiB max RSS, {plan['params'] / 1e9:.1f}B params")
     print(f"import: shapeflow {imports['shapeflow'] * 1e3:.0f} ms, torch "
           f"{imports['torch'] * 1e3:.0f} ms")
+    two = two_ranks(q)
+    if two is not None:
+        for r in two["allreduce"]:
+            print(f"all-reduce {r['bytes']:>9,} B on 2 ranks: shapeflow "
+                  f"{r['shapeflow_GBps']:.2f} GB/s, gloo {r['gloo_GBps']:.2f} GB/s, ratio "
+                  f"{r['ratio']:.2f}")
+        g = two["gpt_ddp"]
+        print(f"GPT 2L d128 DDP step, 2 ranks x 1 thread: {_fmt(g['sf_2'])} vs torch DDP "
+              f"(gloo) {_fmt(g['torch_2'])}: ratio {g['ddp_ratio']:.2f} (target 1.1); "
+              f"throughput x{g['sf_scaling']:.2f} of one rank")
+        if g["ddp_ratio"] > 1.1:
+            failed.append("gpt_ddp")
     results.update(sgemm_flops=flops, mlp_flops=mlp_rate, plan_175b=plan, import_s=imports,
-                   missed=failed)
+                   two_ranks=two, missed=failed)
     Path(args.json).write_text(json.dumps(results, indent=2))
     print(f"targets missed: {', '.join(failed)}" if failed else "every target met")
     return 0
+
+
+def two_ranks(quick: bool) -> dict | None:
+    """benchmarks/distributed.py under `mpiexec -n 2` (None where no MPI is installed)."""
+    mpiexec = Path(sys.executable).with_name("mpiexec")
+    if not mpiexec.exists():
+        print("2 ranks: not run (no mpiexec: pip install mpi4py mpich)")
+        return None
+    cmd = [str(mpiexec), "-n", "2", sys.executable, str(ROOT / "benchmarks" / "distributed.py")]
+    out = subprocess.run(cmd + (["--quick"] if quick else []), capture_output=True, text=True,
+                         timeout=900)
+    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
+    return json.loads(lines[-1]) if lines else None
 
 
 def _fmt(s: float) -> str:

@@ -54,7 +54,8 @@ _buffers.enable()
 _LAZY = {
     "nn": ".nn", "optim": ".optim", "data": ".data", "models": ".models", "autograd": ".autograd",
     "memory": ".inspect.memory", "onnx": ".io.onnx",
-    "cuda": ".cuda", "backends": ".backends", "accelerator": ".accelerator", "compat": ".compat",
+    "distributed": ".distributed", "cuda": ".cuda", "backends": ".backends",
+    "accelerator": ".accelerator", "compat": ".compat",
 }
 _LAZY_ATTRS = {"graph": ".inspect.graph", "Graph": ".inspect.graph"}  # subprocess: not at import
 _LAZY_ATTRS.update(dict.fromkeys(

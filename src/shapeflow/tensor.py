@@ -230,6 +230,17 @@ class Tensor:
             hooks = self._hooks
         return _RemovableHandle(hooks, hook)
 
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call hook(self) once backward has accumulated this leaf's gradient into .grad."""
+        if not self.requires_grad or self.grad_fn is not None:
+            raise GraphError("register_post_accumulate_grad_hook: only a leaf tensor that "
+                             "requires grad accumulates a .grad")
+        if self._hooks is None:
+            self._hooks = []
+        wrapped = PostAccumulateHook(hook)
+        self._hooks.append(wrapped)
+        return _RemovableHandle(self._hooks, wrapped)
+
     def retain_grad(self) -> None:
         """Keep .grad of a non-leaf tensor after backward."""
         if self.grad_fn is None:
@@ -301,6 +312,17 @@ class Tensor:
         return f"tensor({body}, {', '.join(extras)})"
 
     __str__ = __repr__
+
+
+class PostAccumulateHook:
+    """A leaf hook that runs with the leaf once its .grad holds this backward's gradient."""
+
+    __slots__ = ("fn",)
+    registered = 0  # how many were made: backward watches leaves only if any exist
+
+    def __init__(self, fn) -> None:
+        self.fn = fn
+        PostAccumulateHook.registered += 1
 
 
 class _RemovableHandle:

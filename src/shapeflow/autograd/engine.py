@@ -7,7 +7,7 @@ import numpy as np
 from ..device import meta
 from ..errors import GraphError, ShapeError
 from ..shape import dims_equal, format_shape, shapes_equal
-from ..tensor import Tensor, describe
+from ..tensor import PostAccumulateHook, Tensor, describe
 from . import grad_mode, inspect_hooks
 
 
@@ -119,6 +119,17 @@ def _bad_grad(node, grad, shape) -> GraphError:
     )
 
 
+def _pending_leaves(order) -> dict[int, int]:
+    """For leaves with post-accumulate hooks: how many edges of `order` bring them a grad."""
+    pending: dict[int, int] = {}
+    for node in order:
+        for nxt in node.next[0::3]:
+            if isinstance(nxt, Tensor) and nxt._hooks and any(
+                    type(h) is PostAccumulateHook for h in nxt._hooks):
+                pending[id(nxt)] = pending.get(id(nxt), 0) + 1
+    return pending
+
+
 def run_backward(roots, retain_graph: bool, create_graph: bool, capture=(),
                  accumulate: bool = True):
     """Propagate gradients from (tensor, grad) roots; return the grads of `capture` tensors.
@@ -134,6 +145,26 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=(),
     for i, t in enumerate(capture):
         capture_ids[id(t.grad_fn) if t.grad_fn is not None else id(t)] = i
     captured = [None] * len(capture)
+    # A leaf whose every contribution has arrived is finished at once, not after the whole
+    # pass, when something waits on it (DistributedDataParallel starts its all-reduce there)
+    pending = _pending_leaves(order) if PostAccumulateHook.registered else None
+
+    def finish_leaf(leaf_id: int, leaf: Tensor, g: Tensor) -> None:
+        post = None
+        if leaf._hooks:
+            for hook in leaf._hooks:
+                if type(hook) is PostAccumulateHook:
+                    post = (post or []) + [hook]
+                    continue
+                new = hook(g)
+                if new is not None:
+                    g = new
+        if leaf_id in capture_ids:
+            captured[capture_ids[leaf_id]] = g
+        elif accumulate:
+            _accumulate_leaf(leaf, g, create_graph)
+            for hook in post or ():
+                hook.fn(leaf)
 
     def accumulate(store: dict, key: int, g: Tensor) -> None:
         old = store.get(key)
@@ -189,6 +220,9 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=(),
                                  f"for {len(edges) // 3} inputs", op=node.name)
             for i, ig in enumerate(in_grads):
                 nxt = edges[3 * i]
+                if pending is not None and id(nxt) in pending:
+                    _arrive(pending, leaf_grads, finish_leaf, nxt, ig, node, edges, i)
+                    continue
                 if nxt is None or ig is None:
                     continue
                 shape, dtype = edges[3 * i + 1], edges[3 * i + 2]
@@ -205,16 +239,29 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=(),
                 else:
                     accumulate(grads, id(nxt), ig)
         for leaf_id, (leaf, g) in leaf_grads.items():
-            if leaf._hooks:
-                for hook in leaf._hooks:
-                    new = hook(g)
-                    if new is not None:
-                        g = new
-            if leaf_id in capture_ids:
-                captured[capture_ids[leaf_id]] = g
-            elif accumulate:
-                _accumulate_leaf(leaf, g, create_graph)
+            finish_leaf(leaf_id, leaf, g)
     return captured
+
+
+def _arrive(pending, leaf_grads, finish_leaf, leaf, ig, node, edges, i) -> None:
+    """One contribution to a watched leaf; the last one finishes the leaf."""
+    if ig is not None:
+        shape, dtype = edges[3 * i + 1], edges[3 * i + 2]
+        if not shapes_equal(ig.shape, shape):
+            ig = _sum_to(ig, shape, node)
+        if ig.dtype is not dtype:
+            ig = ig.to(dtype)
+        entry = leaf_grads.get(id(leaf))
+        if entry is None:
+            leaf_grads[id(leaf)] = [leaf, ig]
+        else:
+            entry[1] = entry[1] + ig
+    pending[id(leaf)] -= 1
+    if pending[id(leaf)] == 0:
+        del pending[id(leaf)]
+        entry = leaf_grads.pop(id(leaf), None)
+        if entry is not None:
+            finish_leaf(id(leaf), entry[0], entry[1])
 
 
 def _add_slice(grads: dict, owned: set, key: int, node, g: Tensor) -> None:

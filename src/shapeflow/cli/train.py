@@ -20,6 +20,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     t.add_argument("--lr", type=float, default=3e-3)
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--sample-tokens", type=int, default=200)
+    t.add_argument("--nproc", type=int, default=1,
+                   help="data-parallel ranks (MPI); --batch-size is split among them")
     t.set_defaults(func=run)
 
 
@@ -29,6 +31,17 @@ def run(args: argparse.Namespace) -> int:
         print(f"unknown model {args.model!r}: only 'gpt' can be trained from the CLI",
               file=sys.stderr)
         return 2
+    if args.nproc > 1:  # the same command on N ranks, each training data-parallel
+        from .run import launch
+
+        argv = ["train", args.model]
+        for key, value in vars(args).items():
+            if key in ("model", "nproc", "func", "command") or value in (None, False):
+                continue  # (None: options not given, and the top level's --version)
+            argv.append(f"--{key.replace('_', '-')}")
+            if value is not True:
+                argv.append(str(value))
+        return launch(args.nproc, [sys.executable, "-m", "shapeflow", *argv])
     train_gpt(steps=args.steps, batch_size=args.batch_size, block_size=args.block_size,
               n_layer=args.layers, n_embd=args.d_model, n_head=args.heads, lr=args.lr,
               seed=args.seed, sample_tokens=args.sample_tokens)
@@ -46,24 +59,30 @@ def train_gpt(steps: int = 300, batch_size: int = 32, block_size: int = 64, n_la
     import shapeflow as sf
     from shapeflow import optim
     from shapeflow.data.datasets import CharDataset, text_corpus
+    from shapeflow.distributed.launch import data_parallel
     from shapeflow.models import GPT
 
-    console = Console()
+    rank, world = data_parallel()  # (0, 1) unless started on several ranks by mpiexec
+    console = Console(quiet=rank != 0)
     sf.manual_seed(seed)
     text = text_corpus()
     data = CharDataset(text, block_size)
     model = GPT(vocab_size=data.vocab_size, block_size=block_size, n_layer=n_layer,
                 n_head=n_head, n_embd=n_embd, dropout=0.0)
+    if world > 1:  # every rank its own share of each batch; gradients averaged
+        model = sf.nn.parallel.DistributedDataParallel(model)
+        batch_size = max(1, batch_size // world)
     opt = optim.AdamW(model.parameters(), lr=lr, weight_decay=0.1, betas=(0.9, 0.95))
     warmup = max(1, steps // 10)
     sched = optim.lr_scheduler.SequentialLR(opt, [
         optim.lr_scheduler.LinearLR(opt, start_factor=0.1, total_iters=warmup),
         optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, steps - warmup)),
     ], milestones=[warmup])
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng([seed, rank])
     ids = data.train_ids
     console.print(f"corpus {len(text):,} characters, vocab {data.vocab_size}, "
-                  f"{sum(p.numel() for p in model.parameters()):,} parameters")
+                  f"{sum(p.numel() for p in model.parameters()):,} parameters"
+                  + (f", {world} ranks x batch {batch_size}" if world > 1 else ""))
     losses = []
     start = time.perf_counter()
     with Progress(TextColumn("step {task.completed:>5}"), BarColumn(),
@@ -87,6 +106,7 @@ def train_gpt(steps: int = 300, batch_size: int = 32, block_size: int = 64, n_la
     console.print(f"loss {losses[0]:.3f} -> {np.mean(losses[-10:]):.3f} in "
                   f"{time.perf_counter() - start:.1f} s")
     prompt = sf.tensor([data.encode(text[:block_size // 2])])
+    model = getattr(model, "module", model)
     out = model.generate(prompt, sample_tokens, temperature=0.8, top_k=20)
     console.print("[bold]sample:[/bold]\n" + data.decode(out[0].tolist()))
     return {"first_loss": losses[0], "last_loss": float(np.mean(losses[-10:]))}

@@ -4,7 +4,7 @@ PyTorch's user surface (`nn.Linear`, `nn.Module.state_dict`, `nn.init.kaiming_un
 layers compute with `shapeflow.nn.functional`.
 """
 
-from . import functional, init, utils
+from . import functional, init, parallel, utils
 from .activation import GELU, ReLU, Sigmoid, SiLU, Softmax, Tanh
 from .attention import MultiheadAttention
 from .container import ModuleDict, ModuleList, Sequential
@@ -20,7 +20,8 @@ from .pooling import AvgPool2d, MaxPool2d
 from .sparse import Embedding
 
 __all__ = [
-    "functional", "init", "utils", "Module", "Parameter", "RemovableHandle", "StateDictError",
+    "functional", "init", "parallel", "utils",
+    "Module", "Parameter", "RemovableHandle", "StateDictError",
     "Identity", "Linear", "NonDynamicallyQuantizableLinear", "Embedding", "LayerNorm", "RMSNorm",
     "Dropout", "ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "Flatten", "Unflatten",
     "Sequential", "ModuleList", "ModuleDict", "Conv2d", "MaxPool2d", "AvgPool2d",

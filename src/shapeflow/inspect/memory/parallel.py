@@ -10,6 +10,7 @@ residual stream) stays replicated unless sequence parallelism splits it too (Tab
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from .report import MemoryPlanError
@@ -47,6 +48,14 @@ class Plan:
         return render_plan(self)
 
 
+def _zero_slice(nbytes: float, numel: float, d: int) -> float:
+    """One device's ZeRO slice: the flat buffer padded to a multiple of d elements, split in d
+    (as DeepSpeed and shapeflow.distributed.optim lay it out)."""
+    if d == 1 or numel == 0 or numel != int(numel):
+        return nbytes / d
+    return math.ceil(numel / d) * (nbytes / numel)
+
+
 def plan(rep, devices: int = 1, zero: int = 0, tensor_parallel: int = 1,
          sequence_parallel: bool = False) -> Plan:
     """The per-device memory of `rep`'s step on `devices` devices."""
@@ -61,18 +70,21 @@ def plan(rep, devices: int = 1, zero: int = 0, tensor_parallel: int = 1,
                               "parallel group; pass tensor_parallel > 1")
     t, d = tensor_parallel, devices // tensor_parallel
     params = grads = state = 0.0
+    numel = reached = 0.0
     for p in rep.param_info:
         split = t if p.shardable else 1
         params += p.nbytes / split
+        numel += p.numel / split
         if p.reached:
             grads += p.nbytes / split
             state += p.state_bytes / split
+            reached += p.numel / split
     if zero >= 1:
-        state /= d
+        state = _zero_slice(state, reached, d)
     if zero >= 2:
-        grads /= d
+        grads = _zero_slice(grads, reached, d)
     if zero >= 3:
-        params /= d
+        params = _zero_slice(params, numel, d)
     acts = 0
     for s in rep.saved:
         acts = acts + (s.nbytes / t if s.sharded or sequence_parallel else s.nbytes)

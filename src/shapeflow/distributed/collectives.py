@@ -1,0 +1,252 @@
+"""Collectives on tensors, with PyTorch's names: the tensors' NumPy buffers go to MPI as they
+are (no pickling). Before each payload a small all-gather of every rank's shape and dtype
+makes a mismatch an error on all ranks instead of a hang or garbage."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..dtypes import bfloat16, float16
+from ..errors import DeviceError, ShapeError
+from ..shape import format_shape
+from ..tensor import Tensor
+from .group import DistributedError, _comm, world
+
+
+class ReduceOp:
+    """How all_reduce combines (as `torch.distributed.ReduceOp`)."""
+
+    SUM = "sum"
+    AVG = "avg"
+    PRODUCT = "product"
+    MAX = "max"
+    MIN = "min"
+
+
+_MPI_OPS = {"sum": "SUM", "avg": "SUM", "product": "PROD", "max": "MAX", "min": "MIN"}
+_DTYPE_CODES: dict = {}
+
+
+class Work:
+    """The handle of an async collective: `wait()` finishes it (as torch's Work)."""
+
+    def __init__(self, request=None, then=None) -> None:
+        self._request, self._then, self._done = request, then, request is None
+
+    def wait(self, timeout=None) -> bool:
+        if not self._done:
+            self._request.Wait()
+            self._done = True
+            if self._then is not None:
+                self._then()
+        return True
+
+    def is_completed(self) -> bool:
+        if not self._done and self._request.Test():
+            self.wait()
+        return self._done
+
+
+def _buffer(t: Tensor, op: str) -> np.ndarray:
+    if not isinstance(t, Tensor):
+        raise DistributedError(f"{op}: expected a shapeflow Tensor, got {type(t).__name__}")
+    if t.data is None:
+        raise DeviceError(f"{op}: a {t.device} tensor has no data to communicate", op=op,
+                          hint="collectives run on cpu tensors")
+    return t.data
+
+
+def _check_same(comm, op: str, *arrays) -> None:
+    """Every rank passes arrays of the same shapes and dtypes, or every rank raises."""
+    sig = np.zeros(12, np.int64)
+    flat = [len(arrays)]
+    for a in arrays:
+        code = _DTYPE_CODES.setdefault(a.dtype.str, len(_DTYPE_CODES) + 1)
+        flat += [code, a.ndim, *a.shape[:4]]
+    sig[:min(12, len(flat))] = flat[:12]
+    sig[-1] = hash(tuple(flat)) & 0x7FFFFFFF  # longer signatures compare by a hash
+    every = np.empty((comm.Get_size(), 12), np.int64)
+    comm.Allgather(sig, every)
+    if not (every == sig).all():
+        shapes = ", ".join(format_shape(a.shape) + f" {a.dtype}" for a in arrays)
+        bad = sorted(set(np.nonzero((every != every[0]).any(axis=1))[0].tolist()) | {0})
+        raise ShapeError(
+            f"{op}: the ranks passed tensors of different shapes or dtypes (rank "
+            f"{comm.Get_rank()}: {shapes}; ranks {bad} differ)", op=op,
+            hint="every rank must call the same collective with tensors of the same shape")
+
+
+def _mpi_op(op) -> object:
+    name = _MPI_OPS.get(op if isinstance(op, str) else str(op).lower())
+    if name is None:
+        raise DistributedError(f"all_reduce: unknown op {op!r}",
+                               hint="use ReduceOp.SUM, AVG, PRODUCT, MAX or MIN")
+    return getattr(world.MPI, name)
+
+
+def _through_float32(t: Tensor):
+    """MPI has no 16-bit floats: such tensors travel as float32 and come back rounded."""
+    return t.dtype in (bfloat16, float16)
+
+
+def _finish(t: Tensor, work_array: np.ndarray, scale: float | None):
+    def done() -> None:
+        if scale is not None:
+            work_array[...] /= scale
+        if work_array is not t.data:
+            t.data[...] = work_array.astype(t.data.dtype, copy=False)
+        t._version[0] += 1
+    return done
+
+
+def _run(request_fn, blocking_fn, async_op: bool, then) -> Work | None:
+    if async_op:
+        return Work(request_fn(), then)
+    blocking_fn()
+    then()
+    return None
+
+
+def all_reduce(tensor: Tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
+    """Combine `tensor` over all ranks, in place (sum, avg, product, max, min)."""
+    comm = _comm()
+    buf = _buffer(tensor, "all_reduce")
+    _check_same(comm, "all_reduce", buf)
+    mpi_op = _mpi_op(op)
+    work = buf if buf.flags.c_contiguous and not _through_float32(tensor) else (
+        np.ascontiguousarray(buf, np.float32 if _through_float32(tensor) else None))
+    scale = comm.Get_size() if str(op).lower() == "avg" else None
+    if scale is not None and work.dtype.kind not in "fc":
+        raise DistributedError("all_reduce: ReduceOp.AVG needs a floating-point tensor, got "
+                               f"{tensor.dtype}", hint="use SUM and divide yourself")
+    in_place = world.MPI.IN_PLACE
+    return _run(lambda: comm.Iallreduce(in_place, work, mpi_op),
+                lambda: comm.Allreduce(in_place, work, mpi_op), async_op,
+                _finish(tensor, work, scale))
+
+
+def broadcast(tensor: Tensor, src: int = 0, group=None, async_op: bool = False):
+    """Copy rank `src`'s tensor into every rank's, in place."""
+    comm = _comm()
+    buf = _buffer(tensor, "broadcast")
+    _check_rank(comm, src, "broadcast")
+    _check_same(comm, "broadcast", buf)
+    work = buf if buf.flags.c_contiguous else np.ascontiguousarray(buf)
+    return _run(lambda: comm.Ibcast(work, root=src), lambda: comm.Bcast(work, root=src),
+                async_op, _finish(tensor, work, None))
+
+
+def all_gather_into_tensor(output_tensor: Tensor, input_tensor: Tensor, group=None,
+                           async_op: bool = False):
+    """Every rank's input, concatenated along dim 0 (or stacked: output [N, *input])."""
+    comm = _comm()
+    out, inp = _buffer(output_tensor, "all_gather_into_tensor"), _buffer(
+        input_tensor, "all_gather_into_tensor")
+    n = comm.Get_size()
+    if out.size != n * inp.size or out.dtype != inp.dtype:
+        raise ShapeError(
+            f"all_gather_into_tensor: output {format_shape(out.shape)} {output_tensor.dtype} "
+            f"must hold {n} inputs of {format_shape(inp.shape)} {input_tensor.dtype}",
+            op="all_gather_into_tensor", hint="output shape [world_size * d0, ...] or "
+            "[world_size, *input.shape], same dtype")
+    _check_same(comm, "all_gather_into_tensor", inp)
+    src = np.ascontiguousarray(inp)
+    work = out if out.flags.c_contiguous else np.empty_like(out, order="C")
+    return _run(lambda: comm.Iallgather(src, work), lambda: comm.Allgather(src, work),
+                async_op, _finish(output_tensor, work, None))
+
+
+def all_gather(tensor_list: list, tensor: Tensor, group=None, async_op: bool = False):
+    """Rank i's tensor into tensor_list[i] on every rank."""
+    comm = _comm()
+    n = comm.Get_size()
+    if len(tensor_list) != n:
+        raise ShapeError(f"all_gather: tensor_list holds {len(tensor_list)} tensors for "
+                         f"{n} ranks", op="all_gather", hint="one tensor per rank")
+    buf = _buffer(tensor, "all_gather")
+    for t in tensor_list:
+        if _buffer(t, "all_gather").shape != buf.shape or t.data.dtype != buf.dtype:
+            raise ShapeError(f"all_gather: every tensor of tensor_list must be "
+                             f"{format_shape(buf.shape)} {tensor.dtype}, got "
+                             f"{format_shape(t.shape)} {t.dtype}", op="all_gather")
+    _check_same(comm, "all_gather", buf)
+    work = np.empty((n, *buf.shape), buf.dtype)
+    src = np.ascontiguousarray(buf)
+
+    def then() -> None:
+        for i, t in enumerate(tensor_list):
+            t.data[...] = work[i]
+            t._version[0] += 1
+    return _run(lambda: comm.Iallgather(src, work), lambda: comm.Allgather(src, work),
+                async_op, then)
+
+
+def reduce_scatter_tensor(output: Tensor, input: Tensor, op=ReduceOp.SUM, group=None,
+                          async_op: bool = False):
+    """Combine `input` over ranks and give rank i the i-th of its world_size equal chunks."""
+    comm = _comm()
+    out, inp = _buffer(output, "reduce_scatter_tensor"), _buffer(input, "reduce_scatter_tensor")
+    n = comm.Get_size()
+    if inp.size != n * out.size or out.dtype != inp.dtype:
+        raise ShapeError(
+            f"reduce_scatter_tensor: input {format_shape(inp.shape)} {input.dtype} must be "
+            f"{n} chunks of the output {format_shape(out.shape)} {output.dtype}",
+            op="reduce_scatter_tensor")
+    _check_same(comm, "reduce_scatter_tensor", inp)
+    mpi_op = _mpi_op(op)
+    src = np.ascontiguousarray(inp)
+    work = out if out.flags.c_contiguous else np.empty_like(out, order="C")
+    scale = n if str(op).lower() == "avg" else None
+    return _run(lambda: comm.Ireduce_scatter_block(src, work, mpi_op),
+                lambda: comm.Reduce_scatter_block(src, work, mpi_op), async_op,
+                _finish(output, work, scale))
+
+
+def gather(tensor: Tensor, gather_list: list | None = None, dst: int = 0, group=None,
+           async_op: bool = False):
+    """Every rank's tensor into `gather_list` on rank `dst` (None on the others)."""
+    comm = _comm()
+    _check_rank(comm, dst, "gather")
+    buf = _buffer(tensor, "gather")
+    _check_same(comm, "gather", buf)
+    mine = comm.Get_rank() == dst
+    if mine and (gather_list is None or len(gather_list) != comm.Get_size()):
+        raise ShapeError("gather: the dst rank needs a gather_list of one tensor per rank",
+                         op="gather")
+    work = np.empty((comm.Get_size(), *buf.shape), buf.dtype) if mine else None
+    src = np.ascontiguousarray(buf)
+
+    def then() -> None:
+        if mine:
+            for i, t in enumerate(gather_list):
+                t.data[...] = work[i]
+                t._version[0] += 1
+    return _run(lambda: comm.Igather(src, work, root=dst),
+                lambda: comm.Gather(src, work, root=dst), async_op, then)
+
+
+def scatter(tensor: Tensor, scatter_list: list | None = None, src: int = 0, group=None,
+            async_op: bool = False):
+    """Rank `src`'s scatter_list[i] into rank i's tensor."""
+    comm = _comm()
+    _check_rank(comm, src, "scatter")
+    buf = _buffer(tensor, "scatter")
+    _check_same(comm, "scatter", buf)
+    send = None
+    if comm.Get_rank() == src:
+        if scatter_list is None or len(scatter_list) != comm.Get_size():
+            raise ShapeError("scatter: the src rank needs a scatter_list of one tensor per rank",
+                             op="scatter")
+        send = np.stack([_buffer(t, "scatter") for t in scatter_list]).astype(buf.dtype)
+        if send.shape[1:] != buf.shape:
+            raise ShapeError(f"scatter: scatter_list tensors must be {format_shape(buf.shape)}",
+                             op="scatter")
+    work = buf if buf.flags.c_contiguous else np.empty_like(buf, order="C")
+    return _run(lambda: comm.Iscatter(send, work, root=src),
+                lambda: comm.Scatter(send, work, root=src), async_op,
+                _finish(tensor, work, None))
+
+
+def _check_rank(comm, rank: int, op: str) -> None:
+    if not 0 <= rank < comm.Get_size():
+        raise DistributedError(f"{op}: rank {rank} is not in a group of {comm.Get_size()}")

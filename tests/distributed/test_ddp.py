@@ -1,0 +1,135 @@
+"""DistributedDataParallel and ZeRO on 2 ranks give one process's trajectory."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.distributed.mpi_launch import run_ranks
+
+COMMON = """
+    import numpy as np
+    import shapeflow as sf
+    import shapeflow.distributed as dist
+    from shapeflow.distributed.optim import ZeroRedundancyOptimizer
+    from shapeflow.nn.parallel import DistributedDataParallel as DDP
+
+    dist.init_process_group()
+    r, n = dist.get_rank(), dist.get_world_size()
+    B = 8
+
+    def make(seed):
+        sf.manual_seed(seed)
+        return sf.nn.Sequential(sf.nn.Linear(5, 16), sf.nn.Tanh(), sf.nn.Linear(16, 3)).to(
+            sf.float64)
+
+    rng = np.random.default_rng(0)
+    X = sf.tensor(rng.standard_normal((5, B, 5)))
+    Y = sf.tensor(rng.integers(0, 3, (5, B)))
+
+    def loss_of(model, x, y):
+        return sf.nn.functional.cross_entropy(model(x), y)
+
+    def reference(opt_class, steps=5, seed=0, **kw):
+        model = make(seed)
+        opt = opt_class(model.parameters(), **kw)
+        for s in range(steps):
+            opt.zero_grad()
+            loss_of(model, X[s], Y[s]).backward()
+            opt.step()
+        return [p.detach().numpy() for p in model.parameters()]
+
+    def shard(s):
+        per = B // n
+        return X[s][r * per:(r + 1) * per], Y[s][r * per:(r + 1) * per]
+
+    def close(ref, model, tol):
+        err = max(float(np.abs(a - p.detach().numpy()).max())
+                  for a, p in zip(ref, model.parameters()))
+        assert err < tol, err
+        return err
+"""
+
+
+@pytest.mark.parametrize("optimizer", ["SGD", "AdamW"])
+def test_ddp_matches_one_process_with_the_whole_batch(tmp_path, optimizer):
+    kw = "lr=0.1, momentum=0.9" if optimizer == "SGD" else "lr=0.01, weight_decay=0.1"
+    out = run_ranks(tmp_path, COMMON + f"""
+    model = DDP(make(r + 1), bucket_cap_mb=0.0005)  # other seed: rank 0's weights broadcast
+    assert len(model._buckets) > 1
+    opt = sf.optim.{optimizer}(model.parameters(), {kw})
+    for s in range(5):
+        opt.zero_grad()
+        loss_of(model, *shard(s)).backward()
+        opt.step()
+    print("err %g" % close(reference(sf.optim.{optimizer}, seed=1, {kw}), model.module, 1e-10))
+    """)
+    assert out.stdout.count("err") == 2
+
+
+def test_no_sync_accumulates_and_the_next_backward_averages(tmp_path):
+    run_ranks(tmp_path, COMMON + """
+    model = DDP(make(0))
+    opt = sf.optim.SGD(model.parameters(), lr=0.1)
+    for s in range(5):
+        opt.zero_grad()
+        x, y = shard(s)
+        half = x.shape[0] // 2
+        with model.no_sync():
+            (loss_of(model, x[:half], y[:half]) / 2).backward()
+        (loss_of(model, x[half:], y[half:]) / 2).backward()
+        opt.step()
+    close(reference(sf.optim.SGD, lr=0.1), model.module, 1e-10)
+    """)
+
+
+def test_unused_parameters_need_find_unused_parameters(tmp_path):
+    run_ranks(tmp_path, COMMON + """
+    class TwoHeads(sf.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body, self.unused = make(0), sf.nn.Linear(3, 3).to(sf.float64)
+
+        def forward(self, x):
+            return self.body(x)
+
+    model = DDP(TwoHeads(), find_unused_parameters=True)
+    loss_of(model, *shard(0)).backward()
+    assert model.module.body[0].weight.grad is not None
+
+    strict = DDP(TwoHeads())
+    loss_of(strict, *shard(0)).backward()
+    try:
+        strict(shard(0)[0])
+    except dist.DistributedError as e:
+        assert "find_unused_parameters=True" in str(e)
+    else:
+        raise AssertionError("incomplete reduction not reported")
+    """)
+
+
+@pytest.mark.parametrize("stage", [1, 2])
+def test_zero_matches_adamw_and_keeps_the_planned_bytes(tmp_path, stage):
+    run_ranks(tmp_path, COMMON + f"""
+    base = make(0)
+    model = DDP(base) if {stage} == 1 else base  # stage 2 reduce-scatters the gradients itself
+    opt = ZeroRedundancyOptimizer(base.parameters(), sf.optim.AdamW, stage={stage},
+                                  lr=0.01, weight_decay=0.1)
+    for s in range(5):
+        opt.zero_grad()
+        loss_of(model, *shard(s)).backward()
+        opt.step()
+    close(reference(sf.optim.AdamW, lr=0.01, weight_decay=0.1), base, 1e-10)
+
+    numel = sum(p.numel() for p in base.parameters())
+    plan = sf.memory.report(make(0).to("meta"), sf.empty(B, 5, dtype=sf.float64,
+                            device="meta"), optimizer="adamw").plan(devices=n, zero={stage})
+    assert opt.state_bytes() == plan.optimizer_state == -(-numel // n) * 2 * 8, (
+        opt.state_bytes(), plan.optimizer_state)
+    if {stage} == 2:
+        assert opt.gradient_bytes() == plan.grads == -(-numel // n) * 8
+
+    opt.consolidate_state_dict(to=0)
+    if r == 0:
+        state = opt.state_dict()["state"][0]
+        assert state["exp_avg"].shape == (numel,)
+    """)
