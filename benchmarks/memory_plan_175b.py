@@ -23,7 +23,12 @@ def main() -> int:
         hwm = [line for line in f if line.startswith("VmHWM")]
     if hwm:
         rss = int(hwm[0].split()[1]) * 1024
+    math = sf.memory.report(model, idx, idx, precision="bf16-mixed", optimizer="adamw",
+                            attention="math")
     print(rep)
+    fmt = sf.memory.format_bytes
+    print(f"attention kernel: flash {fmt(rep.activations)} of activations, peak "
+          f"{fmt(rep.peak)}; math {fmt(math.activations)}, peak {fmt(math.peak)}")
     print(rep.plan(devices=64, zero=1, tensor_parallel=8, sequence_parallel=True))
     ok = seconds < 2 and rss < 1e9
     print(f"planned {rep.param_count / 1e9:.1f}B parameters in {seconds:.2f} s, max RSS "

@@ -8,6 +8,7 @@ import torch.nn.functional as TF
 
 import shapeflow as sf
 from shapeflow.nn import functional as F
+from shapeflow.nn.attention import sdpa_kernel
 from shapeflow.ops import base
 from tests.ops.harness import check_op, graph_nodes
 
@@ -386,6 +387,7 @@ def test_sdpa_fully_masked_row_gives_zeros():
              normal(2, 3, 4), normal(2, 5, 4), normal(2, 5, 3), mask, gradcheck=False)
 
 
+@sdpa_kernel("math")  # the kernel that keeps P and the mask
 def test_sdpa_saves_what_korthikanti_counts():
     q, k, v = (sf.randn(2, 4, 6, 8, requires_grad=True) for _ in range(3))
     out = F.scaled_dot_product_attention(q, k, v, dropout_p=0.1)
@@ -400,6 +402,7 @@ def test_sdpa_saves_what_korthikanti_counts():
     assert [k for k, *_ in no_drop].count(base.DROPOUT_MASK) == 0
 
 
+@sdpa_kernel("math")  # the kernel that keeps P and the mask
 def test_sdpa_dropout_grads_match_the_mask():
     qn, kn, vn = normal(2, 3, 4), normal(2, 5, 4), normal(2, 5, 3)
     q, k, v = (sf.tensor(a, dtype=sf.float32, requires_grad=True) for a in (qn, kn, vn))

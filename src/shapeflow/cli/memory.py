@@ -42,6 +42,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="selective: recompute attention cores (Korthikanti et al. 2022); "
                    "full: every block (--checkpoint)")
     p.add_argument("--inference", action="store_true", help="plan a forward without grad")
+    p.add_argument("--attention", default=None, choices=["flash", "math"],
+                   help="attention kernel: flash keeps O(seq), math the [seq, seq] "
+                   "probabilities (Korthikanti et al.); default flash")
     p.add_argument("--devices", type=int, default=1)
     p.add_argument("--zero", type=int, default=0, choices=[0, 1, 2, 3])
     p.add_argument("--tensor-parallel", type=int, default=1)
@@ -101,7 +104,8 @@ def run(args: argparse.Namespace) -> int:
         rep = report(model, *inputs, optimizer=None if args.optimizer == "none" else
                      args.optimizer, precision=_PRECISION[args.dtype],
                      mode="inference" if args.inference else "train",
-                     recompute="full" if args.checkpoint else args.recompute)
+                     recompute="full" if args.checkpoint else args.recompute,
+                     attention=args.attention)
         print(rep)
         if args.devices > 1 or args.tensor_parallel > 1 or args.zero:
             print(rep.plan(devices=args.devices, zero=args.zero,

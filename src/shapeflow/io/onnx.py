@@ -744,6 +744,7 @@ def _table() -> dict:
     from ..ops import elementwise as E
     from ..ops import linalg, movement, reduce
     from ..ops import nn as N
+    from ..ops.nn.flash_attention import FlashAttention
 
     t = {
         E.Neg: _unary("Neg"), E.Abs: _unary("Abs"), E.Exp: _unary("Exp"), E.Log: _unary("Log"),
@@ -764,7 +765,8 @@ def _table() -> dict:
         movement.Clone: _identity,
         N.Linear: _linear, N.Softmax: _softmax("Softmax"), N.LogSoftmax: _softmax("LogSoftmax"),
         N.LayerNorm: _layer_norm, N.RMSNorm: _rms_norm, N.Embedding: _embedding,
-        N.Dropout: _identity, N.Attention: _attention, N.LeakyRelu: _leaky_relu, N.Elu: _elu,
+        N.Dropout: _identity, N.Attention: _attention,
+        FlashAttention: _attention, N.LeakyRelu: _leaky_relu, N.Elu: _elu,
         reduce.Sum: _reduction("ReduceSum"), reduce.Mean: _reduction("ReduceMean"),
         reduce.Prod: _reduction("ReduceProd"), reduce.LogSumExp: _reduction("ReduceLogSumExp"),
         reduce.AMax: _amax,

@@ -1,7 +1,9 @@
-"""MultiheadAttention, with PyTorch's parameters (in_proj_weight, in_proj_bias, out_proj)."""
+"""MultiheadAttention, with PyTorch's parameters (in_proj_weight, in_proj_bias, out_proj);
+and `sdpa_kernel`, which picks the attention kernel (as `torch.nn.attention`)."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
@@ -12,12 +14,27 @@ from ..factories import empty, full, zeros
 from ..ops.base import Op, apply
 from ..ops.elementwise import where
 from ..ops.movement import View, _view_apply
+from ..ops.nn.flash_attention import SDPBackend, allowed, as_backends
 from ..tensor import describe
 from . import functional as F
 from . import init
 from .linear import NonDynamicallyQuantizableLinear
 from .module import Module
 from .parameter import Parameter
+
+
+@contextlib.contextmanager
+def sdpa_kernel(backends, set_priority: bool = False):
+    """Inside, scaled_dot_product_attention runs only `backends` ('flash', 'math' or
+    SDPBackend values; with set_priority, tried in the order given)."""
+    chosen = as_backends(backends)
+    if not set_priority:  # PyTorch's own order: flash before math
+        chosen = tuple(b for b in (SDPBackend.FLASH_ATTENTION, SDPBackend.MATH) if b in chosen)
+    old, allowed.backends = allowed.backends, chosen
+    try:
+        yield
+    finally:
+        allowed.backends = old
 
 
 def _float_mask(mask, dtype, name: str):

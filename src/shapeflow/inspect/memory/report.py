@@ -95,6 +95,7 @@ class MemoryReport:
     checkpoint: str = ""
     activations_without_checkpoint: object = None  # without the recomputation asked for
     recompute: str = "none"  # "none", "selective" (attention cores) or "full" (blocks)
+    attention: str = "flash"  # the attention kernel traced: "flash" (O(L)) or "math" (P kept)
     timeline: list = field(default_factory=list)  # Phase per forward, backward, step
 
     @property
@@ -161,7 +162,7 @@ class MemoryReport:
 # ---- the run ------------------------------------------------------------------------------
 def report(model, *inputs, loss_fn=None, target=None, optimizer=None, mode: str = "train",
            precision: str = "fp32", checkpoint=None, recompute: str | None = None,
-           **kwargs) -> MemoryReport:
+           attention: str | None = None, **kwargs) -> MemoryReport:
     """Memory of one step of `model(*inputs, **kwargs)`, traced on the meta device.
 
     `loss_fn(output, target)` (or `loss_fn(output)` without a target; default: a scalar the
@@ -170,8 +171,31 @@ def report(model, *inputs, loss_fn=None, target=None, optimizer=None, mode: str 
     `precision`: "fp32", "bf16-mixed" or "fp16-mixed" (16-bit weights, grads and
     activations; fp32 master weights and optimizer state); `checkpoint`: True for every
     block of every ModuleList, module paths, or a module class, recomputed in backward;
-    `recompute`: "none", "selective" (attention cores) or "full" (checkpoint=True).
+    `recompute`: "none", "selective" (attention cores) or "full" (checkpoint=True);
+    `attention`: the kernel scaled_dot_product_attention runs, "flash" (saves the output and
+    the row logsumexp) or "math" (saves the probabilities; what Korthikanti et al. count);
+    default: the one that would run now (flash, unless an sdpa_kernel block says otherwise).
     """
+    from ...ops.nn import flash_attention as fa
+
+    if attention is None:
+        attention = "flash" if fa.allowed.backends[:1] == (fa.SDPBackend.FLASH_ATTENTION,) \
+            else "math"
+    if attention not in ("flash", "math"):
+        raise MemoryPlanError(f"memory.report: attention must be 'flash' or 'math', got "
+                              f"{attention!r}")
+    old, fa.allowed.backends = fa.allowed.backends, fa.as_backends(attention)
+    try:
+        rep = _report(model, inputs, loss_fn, target, optimizer, mode, precision, checkpoint,
+                      recompute, kwargs)
+    finally:
+        fa.allowed.backends = old
+    rep.attention = attention
+    return rep
+
+
+def _report(model, inputs, loss_fn, target, optimizer, mode, precision, checkpoint,
+            recompute, kwargs) -> MemoryReport:
     from . import modes
     from .step import step_scratch
     from .timeline import BACKWARD, FORWARD, STEP, Phase

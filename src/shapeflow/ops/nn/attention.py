@@ -130,7 +130,11 @@ class Attention(Op):
             _softmax_rows(_as_rows(s, S), _as_rows(s, S), False, zero_empty=True)
 
     def backward(self, g):
-        saved = list(self.saved_tensors)
+        return self._math_backward(list(self.saved_tensors), g)
+
+    def _math_backward(self, saved: list, g):
+        """Gradients from q, k, v (mask) and the probabilities (saved[-1]; recomputed from
+        q and k under create_graph, so grad of grad is a graph of ops)."""
         q, k, v = saved[0], saved[1], saved[2]
         mask = saved[3] if self.mask_kind else None
         keep = saved[-2] if self.p > 0 else None
@@ -213,7 +217,10 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     if not 0.0 <= dropout_p <= 1.0:
         raise ValueError(f"scaled_dot_product_attention: dropout_p must be in [0, 1], got "
                          f"{dropout_p}")
-    op = Attention(scale, is_causal, float(dropout_p), None if attn_mask is None else
+    from .flash_attention import choose
+
+    kernel = choose(attn_mask, dropout_p)
+    op = kernel(scale, is_causal, float(dropout_p), None if attn_mask is None else
                    ("bool" if attn_mask.dtype is _dt.bool_ else "float"), generator)
     extra = (attn_mask,) if attn_mask is not None else ()
     return apply(op, query, key, value, *extra)

@@ -1,0 +1,180 @@
+"""Blockwise attention: PyTorch's values and gradients, O(L) saved, masks redrawn not kept."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import shapeflow as sf
+from shapeflow.nn.attention import SDPBackend, sdpa_kernel
+from shapeflow.ops.nn.flash_attention import FlashAttention
+
+F = sf.nn.functional
+
+CASES = [  # (L, S, causal, mask kind, k/v heads): blocks of 128 cross every boundary
+    (64, 64, False, None, 2), (300, 300, True, None, 2), (200, 260, False, None, 2),
+    (130, 300, True, None, 2), (300, 300, False, "bool", 2), (257, 129, False, "float", 2),
+    (160, 160, False, None, 1),  # k and v broadcast over the heads
+]
+
+
+def _inputs(L, S, mask, kv_heads, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((2, 2, L, 8)).astype(dtype)
+    k = rng.standard_normal((2, kv_heads, S, 8)).astype(dtype)
+    v = rng.standard_normal((2, kv_heads, S, 5)).astype(dtype)
+    m = None
+    if mask == "bool":
+        m = rng.random((L, S)) > 0.3
+        m[3] = False  # a row that sees nothing: zeros, as PyTorch's math kernel gives
+    elif mask == "float":
+        m = rng.standard_normal((L, S)).astype(dtype)
+    g = rng.standard_normal((2, 2, L, 5)).astype(dtype)
+    return q, k, v, m, g
+
+
+def _run(kernel, q, k, v, m, g, causal):
+    with sdpa_kernel(kernel):
+        Q, K, V = (sf.tensor(a, requires_grad=True) for a in (q, k, v))
+        out = F.scaled_dot_product_attention(Q, K, V, attn_mask=None if m is None else
+                                             sf.tensor(m), is_causal=causal)
+        out.backward(sf.tensor(g))
+    kind = type(out.grad_fn)
+    return kind, [out.detach().numpy(), Q.grad.numpy(), K.grad.numpy(), V.grad.numpy()]
+
+
+@pytest.mark.parametrize("L,S,causal,mask,kv_heads", CASES)
+@pytest.mark.parametrize("dtype,tol", [(np.float64, 1e-12), (np.float32, 2e-5)])
+def test_flash_equals_pytorch_and_the_math_kernel(L, S, causal, mask, kv_heads, dtype, tol):
+    q, k, v, m, g = _inputs(L, S, mask, kv_heads, dtype)
+    kind, flash = _run("flash", q, k, v, m, g, causal)
+    assert kind is FlashAttention
+    _, math = _run("math", q, k, v, m, g, causal)
+    tq, tk, tv = (torch.tensor(a, requires_grad=True) for a in (q, k, v))
+    to = torch.nn.functional.scaled_dot_product_attention(
+        tq, tk, tv, attn_mask=None if m is None else torch.tensor(m), is_causal=causal)
+    to.backward(torch.tensor(g))
+    ref = [to.detach().numpy(), tq.grad.numpy(), tk.grad.numpy(), tv.grad.numpy()]
+    for a, b, c in zip(flash, ref, math):
+        np.testing.assert_allclose(a, b, atol=tol, rtol=tol)
+        np.testing.assert_allclose(a, c, atol=tol, rtol=tol)
+
+
+def test_flash_gradients_match_finite_differences():
+    q, k, v, _, _ = _inputs(9, 11, None, 2, np.float64, seed=3)
+    args = [sf.tensor(a, requires_grad=True) for a in (q[:1, :1], k[:1, :1], v[:1, :1])]
+    with sdpa_kernel("flash"):
+        assert sf.autograd.gradcheck(
+            lambda a, b, c: F.scaled_dot_product_attention(a, b, c, is_causal=True), args)
+
+
+def test_grad_of_grad_goes_through_the_math_ops():
+    q, k, v, _, _ = _inputs(6, 6, None, 2, np.float64, seed=4)
+    second = []
+    for kernel in ("flash", "math"):
+        args = [sf.tensor(a[:1, :1], requires_grad=True) for a in (q, k, v)]
+        with sdpa_kernel(kernel):
+            out = F.scaled_dot_product_attention(*args)
+        gq, = sf.autograd.grad((out ** 2).sum(), [args[0]], create_graph=True)
+        (gq ** 2).sum().backward()
+        second.append([a.grad.detach().numpy() for a in args])
+    for a, b in zip(*second):
+        np.testing.assert_allclose(a, b, atol=1e-12)
+
+
+def test_dropout_masks_are_redrawn_in_backward_not_saved():
+    q, k, v, _, g = _inputs(200, 200, None, 2, np.float64, seed=5)
+    Q, K, V = (sf.tensor(a, requires_grad=True) for a in (q, k, v))
+    with sdpa_kernel("flash"):
+        sf.manual_seed(7)
+        out = F.scaled_dot_product_attention(Q, K, V, dropout_p=0.3)
+    saved = [t for t in out.grad_fn.saved_tensors if t.dtype is sf.bool]
+    assert not saved and max(t.numel() for t in out.grad_fn.saved_tensors) < 200 * 200
+    out.backward(sf.tensor(g))
+    # the same masks, drawn from the same seed, give the math kernel's result: rebuild them
+    op = out.grad_fn
+    keep = np.zeros((2, 2, 200, 200))
+    for i0 in range(0, 200, 128):
+        for j0 in range(0, 200, 128):
+            blk = keep[..., i0:i0 + 128, j0:j0 + 128]
+            blk[...] = op._keep(i0, j0, blk.shape)
+    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(8)
+    p = np.exp(scores - scores.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    np.testing.assert_allclose(out.detach().numpy(), (p * keep) @ v, atol=1e-12)
+    dv = np.swapaxes(p * keep, -1, -2) @ g
+    np.testing.assert_allclose(V.grad.numpy(), dv, atol=1e-12)
+    assert 0.6 < (keep > 0).mean() < 0.8
+
+
+def test_the_selector_and_its_errors():
+    x = sf.randn(1, 1, 4, 8)
+    with sdpa_kernel(SDPBackend.MATH):
+        assert type(F.scaled_dot_product_attention(x, x, x).grad_fn) is not FlashAttention
+    with sdpa_kernel(["flash", "math"]):  # a mask that needs a gradient: math runs
+        m = sf.zeros(4, 4, requires_grad=True)
+        assert type(F.scaled_dot_product_attention(x, x, x, attn_mask=m).grad_fn) \
+            is not FlashAttention
+    with sdpa_kernel("flash"), pytest.raises(ValueError, match="no allowed kernel"):
+        F.scaled_dot_product_attention(x, x, x, attn_mask=sf.zeros(4, 4, requires_grad=True))
+    with pytest.raises(ValueError, match="unknown kernel"), sdpa_kernel("fast"):
+        pass
+
+
+def _torch_saved_bytes(fn) -> int:
+    """Bytes of the distinct storages PyTorch's autograd keeps for fn()'s backward."""
+    seen: dict = {}
+
+    def pack(t):
+        if t.layout == torch.strided:
+            s = t.untyped_storage()
+            seen[s.data_ptr()] = max(seen.get(s.data_ptr(), 0), s.nbytes())
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        fn()
+    return sum(seen.values())
+
+
+@pytest.mark.parametrize("T", [64, 256])
+def test_flash_saves_what_pytorchs_cpu_kernel_saves(T):
+    """q, k, v, the output and the float32 logsumexp: PyTorch's own saved bytes, exactly."""
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((2, 4, T, 16)).astype(np.float32) for _ in range(3))
+    tq, tk, tv = (torch.tensor(a, requires_grad=True) for a in (q, k, v))
+    torch_bytes = _torch_saved_bytes(
+        lambda: torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=True))
+    Q, K, V = (sf.tensor(a, requires_grad=True) for a in (q, k, v))
+    out = F.scaled_dot_product_attention(Q, K, V, is_causal=True)
+    ours = sum(t.nbytes for t in out.grad_fn.saved_tensors)
+    assert ours == torch_bytes == 4 * (2 * 4 * T * 16) * 4 + 2 * 4 * T * 4
+
+
+def test_memory_report_plans_either_kernel():
+    gpt = sf.models.GPT(65, 256, 2, 4, 64, dropout=0.0, device="meta")
+    idx = sf.empty(2, 256, dtype=sf.int64, device="meta")
+    flash = sf.memory.report(gpt, idx, idx)
+    math = sf.memory.report(gpt, idx, idx, attention="math")
+    assert flash.attention == "flash" and math.attention == "math"
+    # per block the math kernel keeps the [B, H, T, T] float32 probabilities; flash instead
+    # the [B, H, T, hd] output (the projection keeps its merged-heads copy) and the logsumexp
+    probs, out, lse = 2 * 4 * 256 * 256 * 4, 2 * 4 * 256 * 16 * 4, 2 * 4 * 256 * 4
+    assert math.activations - flash.activations == 2 * (probs - out - lse)
+    with sdpa_kernel("math"):
+        assert sf.memory.report(gpt, idx, idx).attention == "math"
+    with pytest.raises(sf.memory.MemoryPlanError, match="attention must be"):
+        sf.memory.report(gpt, idx, idx, attention="fast")
+
+
+def test_cli_memory_plans_either_kernel(capsys):
+    from shapeflow.cli import main
+
+    args = ["memory", "gpt", "--layers", "2", "--d-model", "64", "--heads", "4", "--seq",
+            "256", "--vocab", "65"]
+    sizes = {}
+    for kernel in ("flash", "math"):
+        assert main(args + ["--attention", kernel]) == 0
+        out = capsys.readouterr().out
+        sizes[kernel] = next(line for line in out.splitlines() if "activations" in line)
+    assert sizes["flash"] != sizes["math"]
