@@ -8,7 +8,7 @@ import numpy as np
 
 from . import dtypes as _dt
 from .device import get_default_device, get_device, meta
-from .errors import DTypeError, ShapeError
+from .errors import DTypeError, ShapeRuntimeError
 from .random import Generator, get_rng
 from .tensor import Tensor, from_numpy, tensor  # noqa: F401  (re-exported)
 
@@ -24,11 +24,11 @@ def _size(size) -> tuple:
 
             s = as_dim(s)
         elif isinstance(s, (bool, float)) or not _is_size(s):
-            raise ShapeError(f"sizes must be non-negative ints or dims, got {s!r}")
+            raise ShapeRuntimeError(f"sizes must be non-negative ints or dims, got {s!r}")
         elif type(s) is not int and isinstance(s, (int, np.integer)):
             s = int(s)
         if type(s) is int and s < 0:
-            raise ShapeError(f"sizes must be non-negative, got {s} in {tuple(size)}")
+            raise ShapeRuntimeError(f"sizes must be non-negative, got {s} in {tuple(size)}")
         out.append(s)
     return tuple(out)
 
@@ -56,7 +56,7 @@ def _make(size, dtype, device, requires_grad, fill):
             from .symbolic import Dim
 
             sym = next(s for s in shape if isinstance(s, Dim))
-            raise ShapeError(
+            raise ShapeRuntimeError(
                 f"a cpu tensor needs concrete sizes, got {list(shape)}",
                 hint=f"bind {sym} to a number, or use device='meta' to trace with symbols",
             )
@@ -149,11 +149,11 @@ def randint(low, high=None, size=None, generator: Generator | None = None, dtype
         if isinstance(high, (tuple, list)):
             low, high, size = 0, low, high
         else:
-            raise ShapeError("randint needs a size")
+            raise ShapeRuntimeError("randint needs a size")
     if high is None:
         low, high = 0, low
     if high <= low:
-        raise ShapeError(f"randint: high ({high}) must be greater than low ({low})")
+        raise ShapeRuntimeError(f"randint: high ({high}) must be greater than low ({low})")
     rng = get_rng(generator)
     dtype = _dt.default_int if dtype is None else dtype
     return _make((size,), dtype, device, False,
@@ -172,7 +172,7 @@ def arange(start, end=None, step=1, dtype=None, device=None,
     if end is None:
         start, end = 0, start
     if step == 0:
-        raise ShapeError("arange: step must be nonzero")
+        raise ShapeRuntimeError("arange: step must be nonzero")
     if _is_symbolic(start) or _is_symbolic(end):
         return _symbolic_arange(start, end, step, dtype, device, requires_grad)
     if dtype is None:
@@ -191,7 +191,8 @@ def _is_symbolic(x) -> bool:
 def _symbolic_arange(start, end, step, dtype, device, requires_grad) -> Tensor:
     """arange(0, L) with a symbolic bound: a shape of (end - start) // step, on meta only."""
     if type(step) is not int or step < 0:
-        raise ShapeError(f"arange: a symbolic bound needs a positive integer step, got {step}")
+        raise ShapeRuntimeError(
+            f"arange: a symbolic bound needs a positive integer step, got {step}")
     n = end - start if step == 1 else (end - start + step - 1) // step
     dt = _dt.default_int if dtype is None else _dt.get_dtype(dtype)
     return _make(((n,),), dt, device, requires_grad, None)
