@@ -117,6 +117,10 @@ class GraphError(ShapeflowError, RuntimeError):
     kind = "GraphError"
 
 
+class ArgumentError(ShapeflowError, RuntimeError):
+    """An argument value PyTorch rejects with RuntimeError (a rounding mode, celu's alpha=0)."""
+
+
 class CheckpointError(ShapeflowError, OSError):
     """A checkpoint file is missing, truncated, corrupted or of another format."""
 

@@ -10,12 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import dtypes as _dt
-from ...errors import (
-    DTypeError,
-    DTypeNotImplementedError,
-    IntegerDivisionError,
-    ShapeflowError,
-)
+from ...errors import ArgumentError, DTypeError, DTypeNotImplementedError, IntegerDivisionError
 from ...tensor import Tensor, describe
 from ..base import X0, X1, Op, apply
 from ._common import _NUMBER, _as_operand
@@ -271,8 +266,8 @@ def div(input, other, rounding_mode: str | None = None) -> Tensor:
     if rounding_mode == "floor":
         return B.floor_divide(input, other)
     if rounding_mode != "trunc":
-        raise RoundingModeError(f"div expected rounding_mode to be one of None, 'trunc', or "
-                                f"'floor' but found {rounding_mode!r}", op="div")
+        raise ArgumentError(f"div expected rounding_mode to be one of None, 'trunc', or "
+                            f"'floor' but found {rounding_mode!r}", op="div")
     a = _as_operand(input, other if isinstance(other, Tensor) else None)
     b = _as_operand(other, a)
     if a.dtype.category == 2 or b.dtype.category == 2:
@@ -281,6 +276,3 @@ def div(input, other, rounding_mode: str | None = None) -> Tensor:
         return trunc(B.div(a, b))
     return apply(TruncDivide(), a, b)
 
-
-class RoundingModeError(ShapeflowError, RuntimeError):
-    """An unknown rounding_mode for div (PyTorch raises RuntimeError)."""

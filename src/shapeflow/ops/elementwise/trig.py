@@ -202,13 +202,15 @@ class Copysign(Binary):
     fn = staticmethod(np.copysign)
 
     def backward(self, g):
+        # the sign's gradient is zero (PyTorch gives zeros, not None)
+        gb = g * 0.0 if self.needs_grad(1) else None
         if not self.needs_grad(0):
-            return None, None
+            return None, gb
         a, out = self.saved_tensors
         # d out / d a = out / a = +-1; PyTorch gives 0 where a == 0
         zero = zeros_scalar_like(g)
         ratio = where(a == 0, zero, out / where(a == 0, zero + 1.0, a))
-        return g * ratio, None
+        return g * ratio, gb
 
 
 def _unary(cls):
