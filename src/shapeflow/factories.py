@@ -177,11 +177,33 @@ def arange(start, end=None, step=1, dtype=None, device=None,
         return _symbolic_arange(start, end, step, dtype, device, requires_grad)
     if dtype is None:
         dtype = _dt.result_type(start, end, step)
-    n = max(0, math.ceil((end - start) / step))
     dt = _dt.get_dtype(dtype)
+    n = _arange_length(start, end, step, dt)
     return _make(((n,),), dt, device, requires_grad,
                  lambda s, d: (start + step * np.arange(n, dtype=np.float64)).astype(d)
                  if dt.is_floating_point else np.arange(start, end, step, dtype=d))
+
+
+def _arange_length(start, end, step, dt: _dt.DType) -> int:
+    """How many values arange gives, checked as PyTorch checks (and for integer overflow)."""
+    if not all(math.isfinite(v) for v in (start, end, step)):
+        raise ShapeRuntimeError(f"arange: unsupported range: {start} -> {end}", op="arange")
+    if (end - start) * step < 0:
+        raise ShapeRuntimeError(
+            f"arange: upper bound and lower bound inconsistent with step sign (start={start}, "
+            f"end={end}, step={step})", op="arange")
+    n = max(0, math.ceil((end - start) / step))
+    if dt.category == 1 and n:
+        info = np.iinfo(dt.np)
+        last = start + step * (n - 1)
+        if not (info.min <= start <= info.max and info.min <= last <= info.max):
+            from .errors import DTypeRuntimeError
+
+            raise DTypeRuntimeError(
+                f"arange: the values {start} .. {last} overflow {dt} (range {info.min} .. "
+                f"{info.max}); nothing was allocated", op="arange",
+                hint="use a wider integer dtype such as int64")
+    return n
 
 
 def _is_symbolic(x) -> bool:
@@ -200,6 +222,14 @@ def _symbolic_arange(start, end, step, dtype, device, requires_grad) -> Tensor:
 
 def linspace(start, end, steps: int, dtype=None, device=None,
              requires_grad: bool = False) -> Tensor:
+    if steps < 0:
+        raise ShapeRuntimeError(f"linspace: number of steps must be non-negative, got {steps}",
+                                op="linspace")
+    if dtype is not None and _dt.get_dtype(dtype) is _dt.bool_:
+        from .errors import DTypeNotImplementedError
+
+        raise DTypeNotImplementedError("linspace: not implemented for bool", op="linspace",
+                                       hint="use a float or integer dtype and compare")
     return _make(((steps,),), dtype, device, requires_grad,
                  lambda s, d: np.linspace(start, end, steps, dtype=np.float64).astype(d))
 

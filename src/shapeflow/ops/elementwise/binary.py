@@ -9,6 +9,7 @@ from ...dtypes import promote_types, result_type
 from ...errors import (
     DTypeError,
     DTypeNotImplementedError,
+    DTypeRuntimeError,
     IntegerDivisionError,
     ShapeflowError,
 )
@@ -30,6 +31,14 @@ from .scalar import (
     RSubScalar,
 )
 from .unary import log
+
+_BOOL = _dt.bool_
+
+
+def _bool_subtraction() -> DTypeRuntimeError:
+    return DTypeRuntimeError(
+        "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying "
+        "to invert a mask, use the `~` or `logical_not()` operator instead.", op="sub")
 
 
 class Binary(Op):
@@ -62,6 +71,37 @@ class Binary(Op):
         return self.fn(a, b)
 
 
+def _int_pow(op: Pow, a, b):
+    """Integer powers as PyTorch: a negative exponent gives 1 for base 1, +-1 for -1, else 0."""
+    npd = op.compute.np
+    a, b = a.astype(npd, copy=False), b.astype(npd, copy=False)
+    neg = b < 0
+    if not neg.any():
+        with np.errstate(over="ignore"):
+            return np.power(a, b)
+    with np.errstate(over="ignore"):
+        out = np.power(a, np.where(neg, 0, b))
+    a_b = np.broadcast_to(a, out.shape)
+    odd = np.broadcast_to(b % 2 != 0, out.shape)
+    fill = np.where(a_b == 1, 1, np.where(a_b == -1, np.where(odd, -1, 1), 0)).astype(npd)
+    return np.where(np.broadcast_to(neg, out.shape), fill, out)
+
+
+def _no_bool(op: Binary, a, b):
+    shape, dt = Binary.infer(op, a, b)
+    if dt is _dt.bool_:  # PyTorch has no floor division of bools
+        raise DTypeNotImplementedError(f"{op.name}: not implemented for bool", op=op.name,
+                                       hint="cast to an integer dtype first")
+    return shape, dt
+
+
+def _int_zero_check(op: str, b) -> None:
+    """Integer division by zero raises as in PyTorch (NumPy gives 0 silently)."""
+    if b.dtype.kind in "iu" and not b.all():
+        raise IntegerDivisionError(f"{op}: integer division by zero", op=op,
+                                   hint="cast to a float dtype to get inf/nan instead")
+
+
 class Add(Binary):
     name = "add"
     fn = staticmethod(np.add)
@@ -73,6 +113,11 @@ class Add(Binary):
 class Sub(Binary):
     name = "sub"
     fn = staticmethod(np.subtract)
+
+    def infer(self, a, b):
+        if a.dtype is _BOOL or b.dtype is _BOOL:
+            raise _bool_subtraction()
+        return Binary.infer(self, a, b)
 
     def backward(self, g):
         return g, -g
@@ -128,6 +173,7 @@ class Div(Binary):
 class Pow(Binary):
     name = "pow"
     fn = staticmethod(np.power)
+    infer = _no_bool
 
     def saved(self, a, b, out):
         self.need_b = b.requires_grad
@@ -152,37 +198,6 @@ class Pow(Binary):
         if self.need_b:
             gb = where((a == 0) & (b >= 0), zero, g * saved[2] * log(a))
         return ga, gb
-
-
-def _int_pow(op: Pow, a, b):
-    """Integer powers as PyTorch: a negative exponent gives 1 for base 1, +-1 for -1, else 0."""
-    npd = op.compute.np
-    a, b = a.astype(npd, copy=False), b.astype(npd, copy=False)
-    neg = b < 0
-    if not neg.any():
-        with np.errstate(over="ignore"):
-            return np.power(a, b)
-    with np.errstate(over="ignore"):
-        out = np.power(a, np.where(neg, 0, b))
-    a_b = np.broadcast_to(a, out.shape)
-    odd = np.broadcast_to(b % 2 != 0, out.shape)
-    fill = np.where(a_b == 1, 1, np.where(a_b == -1, np.where(odd, -1, 1), 0)).astype(npd)
-    return np.where(np.broadcast_to(neg, out.shape), fill, out)
-
-
-def _no_bool(op: Binary, a, b):
-    shape, dt = Binary.infer(op, a, b)
-    if dt is _dt.bool_:  # PyTorch has no floor division of bools
-        raise DTypeNotImplementedError(f"{op.name}: not implemented for bool", op=op.name,
-                                       hint="cast to an integer dtype first")
-    return shape, dt
-
-
-def _int_zero_check(op: str, b) -> None:
-    """Integer division by zero raises as in PyTorch (NumPy gives 0 silently)."""
-    if b.dtype.kind in "iu" and not b.all():
-        raise IntegerDivisionError(f"{op}: integer division by zero", op=op,
-                                   hint="cast to a float dtype to get inf/nan instead")
 
 
 class FloorDivide(Binary):
@@ -258,6 +273,8 @@ def sub(a, b, alpha=1) -> Tensor:
     if alpha != 1:
         b = mul(b, alpha)
     if isinstance(a, Tensor) and isinstance(b, _NUMBER):
+        if a.dtype is _BOOL or type(b) is bool:
+            raise _bool_subtraction()
         return apply(AddScalar(-b), a)
     return _binary(Sub, None, RSubScalar, a, b)
 

@@ -14,7 +14,7 @@ from ...errors import ArgumentError, DTypeError, DTypeNotImplementedError, Integ
 from ...tensor import Tensor, describe
 from ..base import X0, X1, Op, apply
 from ._common import _NUMBER, _as_operand
-from .binary import Binary, _int_zero_check
+from .binary import Binary, _int_zero_check, _no_bool
 from .scalar import ScalarOp
 
 METHODS = ("bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
@@ -182,6 +182,7 @@ class Fmod(Binary):
     """C's remainder: the sign of the dividend (remainder has the divisor's)."""
 
     name = "fmod"
+    infer = _no_bool
 
     def saved(self, a, b, out):
         return (X0, X1) if b.requires_grad else ()
@@ -204,6 +205,8 @@ class FmodScalar(ScalarOp):
 
     def infer(self, x):
         shape, dt = ScalarOp.infer(self, x)
+        if dt is _dt.bool_:
+            raise DTypeNotImplementedError("fmod: not implemented for bool", op="fmod")
         if dt.category < 2 and self.c == 0:
             raise IntegerDivisionError("fmod: integer division by zero", op="fmod")
         return shape, dt

@@ -10,6 +10,8 @@ from ... import dtypes as _dt
 from ...dtypes import DType, promote_types, result_type
 from ..base import OUT, X0, Op
 
+_BOOL_NP = np.dtype(np.bool_)
+
 
 class ScalarOp(Op):
     """x (op) c for a Python number c: no broadcasting, PyTorch's scalar promotion."""
@@ -28,7 +30,13 @@ class ScalarOp(Op):
         npd = self.dt.np
         if x.dtype != npd:
             x = x.astype(npd)
-        return self.fn(x, self.c)
+        try:
+            out = self.fn(x, self.c)
+        except OverflowError:  # uint8 - 2: PyTorch wraps the number into the dtype
+            return self.fn(x, np.asarray(self.c).astype(npd))
+        if npd is _BOOL_NP and out.dtype != npd:  # bool ** True stays bool in PyTorch
+            out = out.astype(npd)
+        return out
 
 
 def scalar_result_type(dt: DType, c) -> DType:
@@ -64,6 +72,13 @@ class AddScalar(ScalarOp):
 class RSubScalar(ScalarOp):
     name = "rsub"
     fn = staticmethod(lambda x, c: np.subtract(c, x))
+
+    def infer(self, x):
+        if x.dtype is _dt.bool_ or type(self.c) is bool:
+            from .binary import _bool_subtraction
+
+            raise _bool_subtraction()
+        return ScalarOp.infer(self, x)
 
     def backward(self, g):
         return (-g,)

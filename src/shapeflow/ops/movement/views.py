@@ -185,6 +185,10 @@ def reshape(x: Tensor, *shape) -> Tensor:
 
 
 def view(x: Tensor, *shape) -> Tensor:
+    if len(shape) == 1 and type(shape[0]).__name__ == "DType":  # view(dtype): reinterpret
+        from .dtype_view import view_dtype
+
+        return view_dtype(x, shape[0])
     return reshape(x, *shape)
 
 
