@@ -329,7 +329,8 @@ class _PoolSpec:
         if x.ndim != 4:
             raise ShapeRuntimeError(f"{op}: input must be [N, C, H, W] or [C, H, W], got "
                                     f"{format_shape(x.shape)}", op=op, operands=ops)
-        if x.dtype.category != 2:
+        # max pooling takes integers too, as PyTorch (no gradient flows to them)
+        if x.dtype.category != 2 and not (op == "max_pool2d" and x.dtype.category == 1):
             raise DTypeError(f"{op}: input must be floating point, got {x.dtype}", op=op,
                              operands=ops, hint="call x.float() first")
         k, s, p, d = self.k, self.s, self.p, self.d
@@ -396,7 +397,9 @@ class MaxPool2d(Op):
 
     def forward(self, x):
         spec = self.spec
-        xp = _padded(x, spec.pads(), -np.inf, spec.extra)
+        low = -np.inf if x.dtype.kind == "f" or x.dtype.name == "bfloat16" else \
+            np.iinfo(x.dtype).min
+        xp = _padded(x, spec.pads(), low, spec.extra)
         best = arg = None
         upd = None
         for k, (rs, cs) in spec.offsets():

@@ -100,21 +100,28 @@ class Pad(Op):
 
 
 def _pad_index(n: int, a: int, b: int, mode: str) -> np.ndarray:
-    i = np.arange(-a, n + b)
+    """Source positions for a dim of size n padded by (a, b); negative pads crop, as PyTorch."""
+    if n + a + b <= 0:
+        raise ShapeRuntimeError(f"pad: padding ({a}, {b}) leaves nothing of a dim of size {n}",
+                                op="pad")
+    if mode == "circular":  # PyTorch crops first, then wraps around what is left
+        lo, hi = max(-a, 0), n - max(-b, 0)
+        m = hi - lo
+        if m <= 0 or a > n or b > n:  # (PyTorch reads uninitialized memory for m == 0)
+            raise ShapeRuntimeError(
+                f"pad: circular padding ({a}, {b}) must not exceed the dim size {n} and must "
+                f"leave some of it", op="pad")
+        return lo + np.arange(-max(a, 0), m + max(b, 0)) % m
+    i = np.arange(-a, n + b)  # reflect and replicate index the whole dim
     if mode == "reflect":
         if a >= n or b >= n:
-            raise ShapeRuntimeError(f"pad: reflect padding ({a}, {b}) must be smaller than the dim "
-                                    f"size {n}", op="pad")
+            raise ShapeRuntimeError(
+                f"pad: reflect padding ({a}, {b}) must be smaller than the dim size {n}",
+                op="pad")
         period = 2 * (n - 1)
         j = np.abs(i) % period if period else np.zeros_like(i)
         return np.where(j >= n, period - j, j)
-    if mode == "replicate":
-        return np.clip(i, 0, n - 1)
-    if a > n or b > n:
-        raise ShapeRuntimeError(
-            f"pad: circular padding ({a}, {b}) must not exceed the dim size {n}",
-            op="pad")
-    return i % n
+    return np.clip(i, 0, n - 1)
 
 
 def pad(x: Tensor, pad, mode: str = "constant", value=0) -> Tensor:
@@ -133,9 +140,9 @@ def pad(x: Tensor, pad, mode: str = "constant", value=0) -> Tensor:
         if a == 0 and b == 0:
             continue
         n = x.shape[d]
-        if type(n) is not int or n == 0 or a < 0 or b < 0:
-            raise ShapeRuntimeError(f"pad: {mode} padding needs a concrete non-empty dim and "
-                                    f"non-negative pads, got {n} and ({a}, {b})", op="pad")
+        if type(n) is not int or n == 0:
+            raise ShapeRuntimeError(f"pad: {mode} padding needs a concrete non-empty dim, "
+                                    f"got {n}", op="pad")
         idx = _pad_index(n, a, b, mode)
         it = Tensor._make(None if x.device is meta else idx, idx.shape, _dt.int64, x.device)
         x = index_select(x, d, it)

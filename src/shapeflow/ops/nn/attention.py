@@ -205,8 +205,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
                                  generator=None) -> Tensor:
     """softmax(q @ k^T * scale + mask) @ v (PyTorch semantics; bool mask: True = attend)."""
     if enable_gqa:
-        raise NotImplementedError("scaled_dot_product_attention: enable_gqa is not supported; "
-                                  "repeat k and v over the head dim instead")
+        key, value = _gqa_heads(query, key), _gqa_heads(query, value)
     if is_causal and attn_mask is not None:
         raise ValueError("scaled_dot_product_attention: pass either attn_mask or "
                          "is_causal=True, not both")
@@ -217,3 +216,22 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
                    ("bool" if attn_mask.dtype is _dt.bool_ else "float"), generator)
     extra = (attn_mask,) if attn_mask is not None else ()
     return apply(op, query, key, value, *extra)
+
+
+def _gqa_heads(q: Tensor, t: Tensor) -> Tensor:
+    """Grouped-query attention: each of t's heads (dim -3) serves Hq // Hkv query heads, so
+    t's heads are repeated in place (repeat_interleave), as PyTorch's enable_gqa does."""
+    if q.ndim < 3 or t.ndim < 3:
+        return t
+    hq, hk = q.shape[-3], t.shape[-3]
+    if dims_equal(hq, hk):
+        return t
+    if type(hq) is not int or type(hk) is not int or hk == 0 or hq % hk:
+        raise ShapeRuntimeError(
+            f"scaled_dot_product_attention: with enable_gqa the number of query heads ({hq}) "
+            f"must be a multiple of the key/value heads ({hk})",
+            op="scaled_dot_product_attention",
+            operands=[("q", describe(q)), ("k/v", describe(t))])
+    n = hq // hk
+    lead, (S, E) = tuple(t.shape[:-3]), tuple(t.shape[-2:])
+    return t.unsqueeze(-3).expand(*lead, hk, n, S, E).reshape(*lead, hk * n, S, E)
