@@ -8,7 +8,7 @@ from .device import Device, cpu, get_default_device, set_default_device
 from .device import get_device as device
 from .dtypes import (
     DType, bfloat16, float16, float32, float64, get_default_dtype, get_dtype, int8, int16, int32,
-    int64, promote_types, result_type, set_default_dtype, uint8,
+    int64, promote_types, result_type, set_default_dtype, uint8, uint16, uint32, uint64,
 )
 from .dtypes import bool_ as bool  # noqa: A001  (PyTorch's name: sf.bool)
 from .errors import (

@@ -83,10 +83,13 @@ def _attach_operators() -> None:
     T.__pos__ = lambda self: self
     T.__eq__, T.__ne__ = E.eq, E.ne
     T.__lt__, T.__le__, T.__gt__, T.__ge__ = E.lt, E.le, E.gt, E.ge
-    T.__and__ = T.__rand__ = E.logical_and
-    T.__or__ = T.__ror__ = E.logical_or
-    T.__xor__ = T.__rxor__ = E.logical_xor
-    T.__invert__ = E.logical_not
+    # bitwise on integers, logical on bools, an error on floats (as PyTorch)
+    T.__and__ = T.__rand__ = E.bitwise_and
+    T.__or__ = T.__ror__ = E.bitwise_or
+    T.__xor__ = T.__rxor__ = E.bitwise_xor
+    T.__lshift__, T.__rlshift__ = E.bitwise_left_shift, _swap(E.bitwise_left_shift)
+    T.__rshift__, T.__rrshift__ = E.bitwise_right_shift, _swap(E.bitwise_right_shift)
+    T.__invert__ = E.invert
     T.__hash__ = lambda self: id(self)
     T.T = property(lambda self: movement.permute(self, tuple(range(self.ndim))[::-1]))
     T.mT = property(lambda self: movement.transpose(self, -2, -1))
@@ -100,7 +103,10 @@ def _attach_operators() -> None:
         setattr(T, name, _inplace_method(name, fn))
     for name, fn in [("__iadd__", E.add), ("__isub__", E.sub), ("__imul__", E.mul),
                      ("__itruediv__", E.div), ("__ipow__", E.pow),
-                     ("__ifloordiv__", E.floor_divide), ("__imod__", E.remainder)]:
+                     ("__ifloordiv__", E.floor_divide), ("__imod__", E.remainder),
+                     ("__iand__", E.bitwise_and), ("__ior__", E.bitwise_or),
+                     ("__ixor__", E.bitwise_xor), ("__ilshift__", E.bitwise_left_shift),
+                     ("__irshift__", E.bitwise_right_shift)]:
         setattr(T, name, _inplace_method(name, fn))
 
 

@@ -10,7 +10,9 @@ Promotion table (`promote_types`), as in PyTorch:
 | float16   | float16| ...   |       |              | float16 | float32  | b        |
 
 Integers with floats give the float; two floats give the wider one, except
-float16 with bfloat16, which gives float32. `result_type` adds PyTorch's tiers:
+float16 with bfloat16, which gives float32. uint16, uint32 and uint64 (PyTorch's
+limited-support types) promote only with themselves and with floats; anything else raises.
+`result_type` adds PyTorch's tiers:
 a Python scalar (or a 0-d tensor) never widens a tensor of the same category,
 and an int tensor with a float scalar gives the default float dtype (float32).
 """
@@ -65,9 +67,15 @@ int32 = DType("int32", np.int32, _INT, True, "i32")
 int16 = DType("int16", np.int16, _INT, True, "i16")
 int8 = DType("int8", np.int8, _INT, True, "i8")
 uint8 = DType("uint8", np.uint8, _INT, False, "u8")
+# PyTorch's "limited support" unsigned types: they promote only with themselves and floats
+uint16 = DType("uint16", np.uint16, _INT, False, "u16")
+uint32 = DType("uint32", np.uint32, _INT, False, "u32")
+uint64 = DType("uint64", np.uint64, _INT, False, "u64")
 bool_ = DType("bool", np.bool_, _BOOL, False, "bool")
 
-ALL = (float64, float32, float16, bfloat16, int64, int32, int16, int8, uint8, bool_)
+ALL = (float64, float32, float16, bfloat16, int64, int32, int16, int8, uint8, uint16, uint32,
+       uint64, bool_)
+_LIMITED = (uint16, uint32, uint64)
 FLOATS = (float64, float32, float16, bfloat16)
 
 default_float = float32  # read as `dtypes.default_float` at each use: set_default_dtype moves it
@@ -131,6 +139,14 @@ def promote_types(a: DType, b: DType) -> DType:
     """The dtype two tensors of dtypes a and b combine to (PyTorch's table)."""
     if a is b:
         return a
+    if a in _LIMITED or b in _LIMITED:
+        if a.category == _FLOAT or b.category == _FLOAT:
+            return a if a.category == _FLOAT else b
+        from .errors import DTypeRuntimeError
+
+        raise DTypeRuntimeError(
+            f"Promotion for uint16, uint32, uint64 types is not supported, attempted to promote "
+            f"{a} and {b}", hint="cast one operand with .to() first (as PyTorch requires)")
     if a.category != b.category:
         return a if a.category > b.category else b
     if a.category == _FLOAT:
@@ -180,5 +196,7 @@ def result_type(*operands) -> DType:
         if result is None:
             result = dt
         elif dt.category > result.category:
-            result = dt  # a lower tier wins only with a higher category (scalars: the default)
+            # a lower tier wins only with a higher category (scalars: the default); through
+            # promote_types, which refuses PyTorch's limited uints with bool
+            result = promote_types(result, dt) if result in _LIMITED or dt in _LIMITED else dt
     return result

@@ -1,4 +1,11 @@
-"""shapeflow's error classes: one base and the four kinds a user must tell apart."""
+"""shapeflow's error classes: one base and the four kinds a user must tell apart.
+
+Each kind has small concrete subclasses that are also the builtin PyTorch raises in that
+situation, so a ported `except IndexError` / `except RuntimeError` still catches them:
+a dim or index out of range is a `ShapeIndexError` (IndexError), sizes that do not fit are
+a `ShapeRuntimeError` (RuntimeError); a plain `ShapeError` stays a ValueError, for the
+places where PyTorch raises ValueError.
+"""
 
 from __future__ import annotations
 
@@ -70,10 +77,32 @@ class ShapeError(ShapeflowError, ValueError):
     kind = "ShapeError"
 
 
+class ShapeIndexError(ShapeError, IndexError):
+    """A dim or an index out of range (PyTorch raises IndexError)."""
+
+
+class ShapeRuntimeError(ShapeError, RuntimeError):
+    """Sizes that do not fit an op: a mismatch PyTorch reports as RuntimeError."""
+
+
 class DTypeError(ShapeflowError, TypeError):
     """A dtype does not fit an op (an integer tensor into Linear, float targets...)."""
 
     kind = "DTypeError"
+
+
+class DTypeRuntimeError(DTypeError, RuntimeError):
+    """A dtype PyTorch rejects with RuntimeError (integers to negative integer powers...)."""
+
+
+class DTypeNotImplementedError(DTypeRuntimeError, NotImplementedError):
+    """An op PyTorch has no kernel for in this dtype (`&` on floats: NotImplementedError)."""
+
+
+class IntegerDivisionError(ShapeflowError, RuntimeError, ZeroDivisionError):
+    """Integer division or remainder by zero (PyTorch raises RuntimeError)."""
+
+    kind = "IntegerDivisionError"
 
 
 class DeviceError(ShapeflowError, RuntimeError):
@@ -86,6 +115,10 @@ class GraphError(ShapeflowError, RuntimeError):
     """The computation graph cannot carry gradients: freed, broken, or modified in place."""
 
     kind = "GraphError"
+
+
+class ArgumentError(ShapeflowError, RuntimeError):
+    """An argument value PyTorch rejects with RuntimeError (a rounding mode, celu's alpha=0)."""
 
 
 class CheckpointError(ShapeflowError, OSError):

@@ -8,7 +8,7 @@ import numpy as np
 
 from . import dtypes as _dt
 from .device import get_default_device, get_device, meta
-from .errors import DTypeError, ShapeError
+from .errors import DTypeError, ShapeRuntimeError
 from .random import Generator, get_rng
 from .tensor import Tensor, from_numpy, tensor  # noqa: F401  (re-exported)
 
@@ -24,11 +24,11 @@ def _size(size) -> tuple:
 
             s = as_dim(s)
         elif isinstance(s, (bool, float)) or not _is_size(s):
-            raise ShapeError(f"sizes must be non-negative ints or dims, got {s!r}")
+            raise ShapeRuntimeError(f"sizes must be non-negative ints or dims, got {s!r}")
         elif type(s) is not int and isinstance(s, (int, np.integer)):
             s = int(s)
         if type(s) is int and s < 0:
-            raise ShapeError(f"sizes must be non-negative, got {s} in {tuple(size)}")
+            raise ShapeRuntimeError(f"sizes must be non-negative, got {s} in {tuple(size)}")
         out.append(s)
     return tuple(out)
 
@@ -56,7 +56,7 @@ def _make(size, dtype, device, requires_grad, fill):
             from .symbolic import Dim
 
             sym = next(s for s in shape if isinstance(s, Dim))
-            raise ShapeError(
+            raise ShapeRuntimeError(
                 f"a cpu tensor needs concrete sizes, got {list(shape)}",
                 hint=f"bind {sym} to a number, or use device='meta' to trace with symbols",
             )
@@ -149,11 +149,11 @@ def randint(low, high=None, size=None, generator: Generator | None = None, dtype
         if isinstance(high, (tuple, list)):
             low, high, size = 0, low, high
         else:
-            raise ShapeError("randint needs a size")
+            raise ShapeRuntimeError("randint needs a size")
     if high is None:
         low, high = 0, low
     if high <= low:
-        raise ShapeError(f"randint: high ({high}) must be greater than low ({low})")
+        raise ShapeRuntimeError(f"randint: high ({high}) must be greater than low ({low})")
     rng = get_rng(generator)
     dtype = _dt.default_int if dtype is None else dtype
     return _make((size,), dtype, device, False,
@@ -172,16 +172,38 @@ def arange(start, end=None, step=1, dtype=None, device=None,
     if end is None:
         start, end = 0, start
     if step == 0:
-        raise ShapeError("arange: step must be nonzero")
+        raise ShapeRuntimeError("arange: step must be nonzero")
     if _is_symbolic(start) or _is_symbolic(end):
         return _symbolic_arange(start, end, step, dtype, device, requires_grad)
     if dtype is None:
         dtype = _dt.result_type(start, end, step)
-    n = max(0, math.ceil((end - start) / step))
     dt = _dt.get_dtype(dtype)
+    n = _arange_length(start, end, step, dt)
     return _make(((n,),), dt, device, requires_grad,
                  lambda s, d: (start + step * np.arange(n, dtype=np.float64)).astype(d)
                  if dt.is_floating_point else np.arange(start, end, step, dtype=d))
+
+
+def _arange_length(start, end, step, dt: _dt.DType) -> int:
+    """How many values arange gives, checked as PyTorch checks (and for integer overflow)."""
+    if not all(math.isfinite(v) for v in (start, end, step)):
+        raise ShapeRuntimeError(f"arange: unsupported range: {start} -> {end}", op="arange")
+    if (end - start) * step < 0:
+        raise ShapeRuntimeError(
+            f"arange: upper bound and lower bound inconsistent with step sign (start={start}, "
+            f"end={end}, step={step})", op="arange")
+    n = max(0, math.ceil((end - start) / step))
+    if dt.category == 1 and n:
+        info = np.iinfo(dt.np)
+        last = start + step * (n - 1)
+        if not (info.min <= start <= info.max and info.min <= last <= info.max):
+            from .errors import DTypeRuntimeError
+
+            raise DTypeRuntimeError(
+                f"arange: the values {start} .. {last} overflow {dt} (range {info.min} .. "
+                f"{info.max}); nothing was allocated", op="arange",
+                hint="use a wider integer dtype such as int64")
+    return n
 
 
 def _is_symbolic(x) -> bool:
@@ -191,7 +213,8 @@ def _is_symbolic(x) -> bool:
 def _symbolic_arange(start, end, step, dtype, device, requires_grad) -> Tensor:
     """arange(0, L) with a symbolic bound: a shape of (end - start) // step, on meta only."""
     if type(step) is not int or step < 0:
-        raise ShapeError(f"arange: a symbolic bound needs a positive integer step, got {step}")
+        raise ShapeRuntimeError(
+            f"arange: a symbolic bound needs a positive integer step, got {step}")
     n = end - start if step == 1 else (end - start + step - 1) // step
     dt = _dt.default_int if dtype is None else _dt.get_dtype(dtype)
     return _make(((n,),), dt, device, requires_grad, None)
@@ -199,6 +222,14 @@ def _symbolic_arange(start, end, step, dtype, device, requires_grad) -> Tensor:
 
 def linspace(start, end, steps: int, dtype=None, device=None,
              requires_grad: bool = False) -> Tensor:
+    if steps < 0:
+        raise ShapeRuntimeError(f"linspace: number of steps must be non-negative, got {steps}",
+                                op="linspace")
+    if dtype is not None and _dt.get_dtype(dtype) is _dt.bool_:
+        from .errors import DTypeNotImplementedError
+
+        raise DTypeNotImplementedError("linspace: not implemented for bool", op="linspace",
+                                       hint="use a float or integer dtype and compare")
     return _make(((steps,),), dtype, device, requires_grad,
                  lambda s, d: np.linspace(start, end, steps, dtype=np.float64).astype(d))
 

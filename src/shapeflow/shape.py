@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .errors import ShapeError, ShapeflowError
+from .errors import ShapeflowError, ShapeIndexError, ShapeRuntimeError
 
 
 class Shape(tuple):
@@ -98,13 +98,13 @@ def broadcast_shapes(a: tuple, b: tuple, op: str = "broadcast", names=("a", "b")
             out.append(x)
             continue
         if same is None:
-            raise ShapeError(
+            raise ShapeRuntimeError(
                 f"{op}: cannot tell whether {x} == {y} (dim {i - n} of the broadcast)",
                 op=op,
                 operands=[(names[0], format_shape(a)), (names[1], format_shape(b))],
                 hint="bind the symbols to sizes or use the same name for both",
             )
-        raise ShapeError(
+        raise ShapeRuntimeError(
             f"{op}: shapes {format_shape(a)} and {format_shape(b)} do not broadcast "
             f"(dim {i - n}: {x} vs {y})",
             op=op,
@@ -117,10 +117,10 @@ def broadcast_shapes(a: tuple, b: tuple, op: str = "broadcast", names=("a", "b")
 def normalize_dim(dim: int, ndim: int, op: str = "op") -> int:
     """A dim index in [0, ndim), accepting negative dims as PyTorch does."""
     if not isinstance(dim, int) or isinstance(dim, bool):
-        raise ShapeError(f"{op}: dim must be an int, got {dim!r}", op=op)
+        raise ShapeRuntimeError(f"{op}: dim must be an int, got {dim!r}", op=op)
     n = max(ndim, 1)
     if dim < -n or dim >= n:
-        raise ShapeError(
+        raise ShapeIndexError(
             f"{op}: dim {dim} is out of range for a tensor of {ndim} dims "
             f"(expected in [{-n}, {n - 1}])",
             op=op,
@@ -136,7 +136,7 @@ def normalize_dims(dim, ndim: int, op: str = "op") -> tuple[int, ...]:
         return (normalize_dim(dim, ndim, op),)
     dims = tuple(sorted({normalize_dim(d, ndim, op) for d in dim}))
     if len(dims) != len(tuple(dim)):
-        raise ShapeError(f"{op}: dim {tuple(dim)} repeats a dim", op=op)
+        raise ShapeRuntimeError(f"{op}: dim {tuple(dim)} repeats a dim", op=op)
     return dims
 
 

@@ -132,9 +132,9 @@ class Tensor:
 
             breaks.note("item", "item()")
         if arr.size != 1:
-            from .errors import ShapeError
+            from .errors import ShapeRuntimeError
 
-            raise ShapeError(
+            raise ShapeRuntimeError(
                 f"item(): only a one-element tensor converts to a Python number, got "
                 f"{describe(self)}",
                 op="item",
@@ -154,9 +154,9 @@ class Tensor:
 
     def __bool__(self) -> bool:
         if self.numel() != 1:
-            from .errors import ShapeError
+            from .errors import ShapeRuntimeError
 
-            raise ShapeError(
+            raise ShapeRuntimeError(
                 f"the truth value of a tensor with {self.numel()} elements is ambiguous",
                 hint="use .any() or .all()",
             )

@@ -12,6 +12,7 @@ TORCH_DTYPES = {
     sf.float64: torch.float64, sf.float32: torch.float32, sf.float16: torch.float16,
     sf.bfloat16: torch.bfloat16, sf.int64: torch.int64, sf.int32: torch.int32,
     sf.int16: torch.int16, sf.int8: torch.int8, sf.uint8: torch.uint8, sf.bool: torch.bool,
+    sf.uint16: torch.uint16, sf.uint32: torch.uint32, sf.uint64: torch.uint64,
 }
 
 

@@ -6,6 +6,8 @@ layers compute with `shapeflow.nn.functional`.
 
 from . import functional, init, parallel, utils
 from .activation import GELU, ReLU, Sigmoid, SiLU, Softmax, Tanh
+from .activation_extra import *  # noqa: F403  (ReLU6, SELU, CELU, PReLU, GLU, Mish...)
+from .activation_extra import __all__ as _ACTIVATIONS
 from .attention import MultiheadAttention
 from .container import ModuleDict, ModuleList, Sequential
 from .conv import Conv2d
@@ -26,6 +28,7 @@ __all__ = [
     "Dropout", "ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "Flatten", "Unflatten",
     "Sequential", "ModuleList", "ModuleDict", "Conv2d", "MaxPool2d", "AvgPool2d",
     "MultiheadAttention", "CrossEntropyLoss", "MSELoss", "L1Loss", "BCEWithLogitsLoss", "NLLLoss",
+    *_ACTIVATIONS,
 ]
 
 _EINOPS_LAYERS = ("Rearrange", "Reduce")  # from einops_layers, which imports einops

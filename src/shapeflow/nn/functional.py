@@ -27,6 +27,23 @@ from ..ops.nn import (
     scaled_dot_product_attention,
     softmax,
 )
+from ..ops.nn.activations_extra import (
+    celu,
+    glu,
+    hardshrink,
+    hardsigmoid,
+    hardswish,
+    hardtanh,
+    logsigmoid,
+    mish,
+    prelu,
+    relu6,
+    selu,
+    softmin,
+    softshrink,
+    softsign,
+    tanhshrink,
+)
 from ..tensor import Tensor
 
 gelu = _E.gelu
@@ -63,5 +80,7 @@ __all__ = [
     "dropout", "cross_entropy", "nll_loss", "mse_loss", "l1_loss",
     "binary_cross_entropy_with_logits", "binary_cross_entropy", "scaled_dot_product_attention",
     "gelu", "relu", "silu", "tanh", "sigmoid", "softplus", "leaky_relu", "elu", "conv2d",
-    "max_pool2d", "avg_pool2d", "pad",
+    "max_pool2d", "avg_pool2d", "pad", "celu", "glu", "hardshrink", "hardsigmoid", "hardswish",
+    "hardtanh", "logsigmoid", "mish", "prelu", "relu6", "selu", "softmin", "softshrink",
+    "softsign", "tanhshrink",
 ]

@@ -12,7 +12,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from ..dtypes import from_numpy_dtype
-from ..errors import DTypeError, ShapeError
+from ..errors import DTypeError, ShapeRuntimeError
 from ..shape import dims_equal, format_shape
 from ..tensor import Tensor, describe
 from .base import LAYER_INPUT, Op, Saved, apply
@@ -117,11 +117,11 @@ class Conv2d(Op):
         op, spec = self.name, self.spec
         ops = [("input", describe(x)), ("weight", describe(w))]
         if w.ndim != 4:
-            raise ShapeError(f"{op}: weight must be 4-D [out_channels, in_channels/groups, "
-                             f"kh, kw], got {format_shape(w.shape)}", op=op, operands=ops)
+            raise ShapeRuntimeError(f"{op}: weight must be 4-D [out_channels, in_channels/groups, "
+                                    f"kh, kw], got {format_shape(w.shape)}", op=op, operands=ops)
         if x.ndim != 4:
-            raise ShapeError(f"{op}: input must be [N, C, H, W] or [C, H, W], got "
-                             f"{format_shape(x.shape)}", op=op, operands=ops)
+            raise ShapeRuntimeError(f"{op}: input must be [N, C, H, W] or [C, H, W], got "
+                                    f"{format_shape(x.shape)}", op=op, operands=ops)
         for name, t in (("input", x), ("weight", w)):
             if t.dtype.category != 2:
                 raise DTypeError(f"{op}: {name} must be floating point, got {t.dtype}", op=op,
@@ -133,14 +133,14 @@ class Conv2d(Op):
         O, Cg, kh, kw = w.shape
         G = spec.groups
         if type(O) is int and O % G:
-            raise ShapeError(f"{op}: out_channels {O} is not divisible by groups {G}", op=op,
-                             operands=ops)
+            raise ShapeRuntimeError(f"{op}: out_channels {O} is not divisible by groups {G}", op=op,
+                                    operands=ops)
         if not dims_equal(C, Cg * G):
             hint = None
             if dims_equal(x.shape[3], Cg * G):
                 hint = ("the input looks channels-last [N, H, W, C]: use "
                         "x.permute(0, 3, 1, 2)")
-            raise ShapeError(
+            raise ShapeRuntimeError(
                 f"{op}: input has {C} channels but weight {format_shape(w.shape)} expects "
                 f"{Cg * G} (in_channels/groups = {Cg}, groups = {G})", op=op, operands=ops,
                 hint=hint)
@@ -148,7 +148,7 @@ class Conv2d(Op):
         eh, ew = spec.dilation[0] * (kh - 1) + 1, spec.dilation[1] * (kw - 1) + 1
         for size, pad, eff, what in ((H, pt + pb, eh, "height"), (W, pl + pr, ew, "width")):
             if type(size) is int and type(eff) is int and size + pad < eff:
-                raise ShapeError(
+                raise ShapeRuntimeError(
                     f"{op}: the kernel (effective {what} {eff}"
                     f"{' with dilation' if eff != (kh if what == 'height' else kw) else ''}) "
                     f"is larger than the padded input {what} {size + pad}", op=op,
@@ -156,9 +156,9 @@ class Conv2d(Op):
         if b:
             bs = b[0].shape
             if len(bs) != 1 or not dims_equal(bs[0], O) or b[0].dtype is not x.dtype:
-                raise ShapeError(f"{op}: bias {format_shape(bs)} must be 1-D with "
-                                 f"out_channels = {O} entries", op=op,
-                                 operands=ops + [("bias", describe(b[0]))])
+                raise ShapeRuntimeError(f"{op}: bias {format_shape(bs)} must be 1-D with "
+                                        f"out_channels = {O} entries", op=op,
+                                        operands=ops + [("bias", describe(b[0]))])
         oh, ow = spec.out_hw(H, W, kh, kw)
         self.x_shape, self.w_shape = tuple(x.shape), tuple(w.shape)
         return (N, O, oh, ow), x.dtype
@@ -280,8 +280,8 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
             if stride != (1, 1):
                 raise ValueError("conv2d: padding='same' needs stride 1")
             if weight.ndim != 4:
-                raise ShapeError(f"conv2d: weight must be 4-D, got "
-                                 f"{format_shape(weight.shape)}", op=op)
+                raise ShapeRuntimeError(f"conv2d: weight must be 4-D, got "
+                                        f"{format_shape(weight.shape)}", op=op)
             kh, kw = weight.shape[2], weight.shape[3]
             th, tw = dilation[0] * (kh - 1), dilation[1] * (kw - 1)
             pads = (th // 2, th - th // 2, tw // 2, tw - tw // 2)  # extra on the end
@@ -292,11 +292,11 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
         ph, pw = _pair(padding, "padding", op, 0)
         pads = (ph, ph, pw, pw)
     if input.ndim not in (3, 4):
-        raise ShapeError(f"conv2d: input must be [N, C, H, W] or unbatched [C, H, W], got "
-                         f"{format_shape(input.shape)}", op=op,
-                         operands=[("input", describe(input)), ("weight", describe(weight))],
-                         hint="add a batch dim with x.unsqueeze(0)" if input.ndim == 2 else
-                         None)
+        raise ShapeRuntimeError(f"conv2d: input must be [N, C, H, W] or unbatched [C, H, W], got "
+                                f"{format_shape(input.shape)}", op=op,
+                                operands=[("input", describe(input)), ("weight", describe(weight))],
+                                hint="add a batch dim with x.unsqueeze(0)" if input.ndim == 2 else
+                                None)
     spec = _ConvSpec(stride, pads, dilation, groups)
     x = input.unsqueeze(0) if input.ndim == 3 else input
     out = apply(Conv2d(spec, bias is not None), x, weight, *((bias,) if bias is not None
@@ -310,8 +310,8 @@ def _pool_size(n, k: int, s: int, p: int, d: int, ceil_mode: bool, op: str):
     if not ceil_mode:
         return _out_size(n, 2 * p, eff, s)
     if type(n) is not int:
-        raise ShapeError(f"{op}: ceil_mode=True needs concrete input sizes, got {n}", op=op,
-                         hint="bind the symbolic dims to sizes")
+        raise ShapeRuntimeError(f"{op}: ceil_mode=True needs concrete input sizes, got {n}", op=op,
+                                hint="bind the symbolic dims to sizes")
     out = -((eff - n - 2 * p) // s) + 1  # ceil((n + 2p - eff) / s) + 1
     if (out - 1) * s >= n + p:  # the last window must start inside the input or left pad
         out -= 1
@@ -327,15 +327,16 @@ class _PoolSpec:
     def check(self, op: str, x) -> tuple:
         ops = [("input", describe(x))]
         if x.ndim != 4:
-            raise ShapeError(f"{op}: input must be [N, C, H, W] or [C, H, W], got "
-                             f"{format_shape(x.shape)}", op=op, operands=ops)
-        if x.dtype.category != 2:
+            raise ShapeRuntimeError(f"{op}: input must be [N, C, H, W] or [C, H, W], got "
+                                    f"{format_shape(x.shape)}", op=op, operands=ops)
+        # max pooling takes integers too, as PyTorch (no gradient flows to them)
+        if x.dtype.category != 2 and not (op == "max_pool2d" and x.dtype.category == 1):
             raise DTypeError(f"{op}: input must be floating point, got {x.dtype}", op=op,
                              operands=ops, hint="call x.float() first")
         k, s, p, d = self.k, self.s, self.p, self.d
         for a in range(2):
             if p[a] > k[a] // 2:  # PyTorch's rule (on the kernel size, not the dilated one)
-                raise ShapeError(
+                raise ShapeRuntimeError(
                     f"{op}: padding {p[a]} must be at most half the kernel size {k[a]}",
                     op=op, operands=ops, hint=f"use padding <= {k[a] // 2}")
         N, C, H, W = x.shape
@@ -344,7 +345,7 @@ class _PoolSpec:
         for o, n, a in ((oh, H, 0), (ow, W, 1)):
             if type(o) is int and o <= 0:
                 eff = d[a] * (k[a] - 1) + 1
-                raise ShapeError(
+                raise ShapeRuntimeError(
                     f"{op}: the kernel ({eff}) is larger than the padded input "
                     f"{'height' if a == 0 else 'width'} ({n + 2 * p[a]})", op=op,
                     operands=ops, hint="use a smaller kernel_size or more padding")
@@ -396,7 +397,9 @@ class MaxPool2d(Op):
 
     def forward(self, x):
         spec = self.spec
-        xp = _padded(x, spec.pads(), -np.inf, spec.extra)
+        low = -np.inf if x.dtype.kind == "f" or x.dtype.name == "bfloat16" else \
+            np.iinfo(x.dtype).min
+        xp = _padded(x, spec.pads(), low, spec.extra)
         best = arg = None
         upd = None
         for k, (rs, cs) in spec.offsets():

@@ -17,7 +17,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..autograd import grad_mode
 from ..device import meta
-from ..errors import DeviceError, DTypeError, ShapeError
+from ..errors import DeviceError, DTypeError, ShapeError, ShapeIndexError, ShapeRuntimeError
 from ..shape import broadcast_shapes, dims_equal, format_shape
 from ..tensor import Tensor, describe, from_numpy
 from .base import Op, apply
@@ -121,13 +121,13 @@ def parse_index(x: Tensor, index):
             consumed += v.ndim
         elif kind == _ELLIPSIS:
             if ellipsis:
-                raise ShapeError("getitem: an index can only have a single ellipsis (...)",
-                                 op="getitem")
+                raise ShapeRuntimeError("getitem: an index can only have a single ellipsis (...)",
+                                        op="getitem")
             ellipsis = True
     ndim = x.ndim
     if consumed > ndim:
-        raise ShapeError(f"getitem: too many indices for tensor of dimension {ndim}",
-                         op="getitem", operands=[("input", describe(x))])
+        raise ShapeIndexError(f"getitem: too many indices for tensor of dimension {ndim}",
+                                op="getitem", operands=[("input", describe(x))])
     basic, adv, in_dim, out_dim = [], {}, 0, 0
     for kind, v in items:
         if kind == _INT:
@@ -159,7 +159,7 @@ def parse_index(x: Tensor, index):
             for j in range(k):
                 same = dims_equal(v.shape[j], x.shape[in_dim + j])
                 if not same:
-                    raise ShapeError(
+                    raise ShapeRuntimeError(
                         f"getitem: the shape of the mask {format_shape(v.shape)} at index "
                         f"{in_dim} does not match the shape of the indexed tensor "
                         f"{format_shape(x.shape)} at index {in_dim}", op="getitem",
@@ -185,7 +185,8 @@ def _is_full(b) -> bool:
 def advanced_index(shape, key, op: str = "index", x=None):
     """(out shape, key with negatives wrapped) for integer arrays (None = whole dim)."""
     if len(key) > len(shape):
-        raise ShapeError(f"{op}: too many indices for tensor of dimension {len(shape)}", op=op)
+        raise ShapeIndexError(
+            f"{op}: too many indices for tensor of dimension {len(shape)}", op=op)
     norm, shapes, pos = [], [], []
     for d, a in enumerate(key):
         if a is None:
@@ -196,7 +197,7 @@ def advanced_index(shape, key, op: str = "index", x=None):
             lo, hi = a.min(), a.max()
             if type(n) is int and (lo < -n or hi >= n):
                 bad = hi if hi >= n else lo
-                raise ShapeError(
+                raise ShapeIndexError(
                     f"{op}: index {bad} is out of bounds for dim {d} with size {n}", op=op,
                     operands=[("input", describe(x) if x is not None else format_shape(shape))])
             if lo < 0 and type(n) is int:
@@ -210,7 +211,7 @@ def advanced_index(shape, key, op: str = "index", x=None):
         try:
             b = broadcast_shapes(b, s, op)
         except ShapeError:
-            raise ShapeError(
+            raise ShapeRuntimeError(
                 f"{op}: shape mismatch: indexing tensors could not be broadcast together with "
                 "shapes " + ", ".join(format_shape(s) for s in shapes), op=op,
                 operands=[("input", describe(x) if x is not None else format_shape(shape))]
@@ -310,7 +311,7 @@ def _value_shape(vshape, region, op: str, x=None, value=None) -> tuple:
                 ok = False
                 break
     if not ok:
-        raise ShapeError(
+        raise ShapeRuntimeError(
             f"{op}: shape mismatch: value of shape {format_shape(vshape)} cannot be broadcast "
             f"to the indexing result of shape {format_shape(region)}", op=op,
             operands=[("self", describe(x) if x is not None else "?"),

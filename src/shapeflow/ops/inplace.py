@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd import grad_mode
-from ..errors import DTypeError, GraphError, ShapeError
+from ..errors import DTypeError, GraphError, ShapeRuntimeError
 from ..shape import format_shape
 from ..tensor import Tensor, describe
 
@@ -41,7 +41,7 @@ def inplace(target: Tensor, name: str, fn, *args) -> Tensor:
     source = _snapshot(target) if record and target.requires_grad else target
     result = fn(source, *args)
     if tuple(result.shape) != tuple(target.shape):
-        raise ShapeError(
+        raise ShapeRuntimeError(
             f"{name}: the result {format_shape(result.shape)} does not fit the tensor changed in "
             f"place {format_shape(target.shape)}",
             op=name, operands=[("self", describe(target))],

@@ -10,7 +10,7 @@ import numpy as np
 from ..backend import gemm
 from ..device import cpu, meta
 from ..dtypes import float32, float64, promote_types
-from ..errors import DTypeError, ShapeError
+from ..errors import DTypeError, ShapeError, ShapeRuntimeError
 from ..shape import broadcast_shapes, dims_equal, format_shape
 from ..tensor import Tensor, describe
 from .base import LAYER_INPUT, Op, Saved, apply
@@ -25,7 +25,7 @@ _KEEP_B_A, _KEEP_B, _KEEP_A = (_B, _A), (_B,), (_A,)
 def check_matmul(a, b, op: str = "matmul") -> None:
     """The contract of a @ b on the operands as given: ranks, dtypes, contraction size."""
     if a.ndim == 0 or b.ndim == 0:
-        raise ShapeError(
+        raise ShapeRuntimeError(
             f"{op}: both operands need at least 1 dim", op=op,
             operands=[("a", describe(a)), ("b", describe(b))], hint="use * for scalars")
     if a.dtype is not b.dtype:
@@ -42,7 +42,7 @@ def check_matmul(a, b, op: str = "matmul") -> None:
     if same:
         return
     rule = (f"({k_a} != {k_b})" if same is False else f"(cannot tell whether {k_a} == {k_b})")
-    raise ShapeError(
+    raise ShapeRuntimeError(
         f"{op}: contraction mismatch: {format_shape(sa)} @ {format_shape(sb)} {rule}",
         op=op, operands=[("a", describe(a)), ("b", describe(b))],
         hint=_transpose_hint(sa, sb))
@@ -117,15 +117,15 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
 def outer(a: Tensor, b: Tensor) -> Tensor:
     """The outer product of two 1-D tensors."""
     if a.ndim != 1 or b.ndim != 1:
-        raise ShapeError("outer: both operands must be 1-D", op="outer",
-                         operands=[("a", describe(a)), ("b", describe(b))])
+        raise ShapeRuntimeError("outer: both operands must be 1-D", op="outer",
+                                operands=[("a", describe(a)), ("b", describe(b))])
     return a.unsqueeze(1) * b.unsqueeze(0)
 
 
 def _rank_error(op: str, what: str, a: Tensor, b: Tensor) -> ShapeError:
-    return ShapeError(f"{op}: {what}, got {a.ndim}-D and {b.ndim}-D operands", op=op,
-                      operands=[("a", describe(a)), ("b", describe(b))],
-                      hint="use matmul (or @) for other ranks")
+    return ShapeRuntimeError(f"{op}: {what}, got {a.ndim}-D and {b.ndim}-D operands", op=op,
+                             operands=[("a", describe(a)), ("b", describe(b))],
+                             hint="use matmul (or @) for other ranks")
 
 
 def mm(a: Tensor, b: Tensor) -> Tensor:
@@ -142,7 +142,7 @@ def bmm(a: Tensor, b: Tensor) -> Tensor:
         raise _rank_error("bmm", "both operands must be 3-D batches of matrices", a, b)
     check_matmul(a, b, "bmm")
     if not dims_equal(a.shape[0], b.shape[0]):
-        raise ShapeError(
+        raise ShapeRuntimeError(
             f"bmm: batch sizes differ ({a.shape[0]} and {b.shape[0]})", op="bmm",
             operands=[("a", describe(a)), ("b", describe(b))],
             hint="bmm does not broadcast the batch dim: use matmul (or @) to broadcast")
@@ -173,8 +173,8 @@ _OPTIMIZE_WORK = 4096  # above this many multiply-adds NumPy's optimized path (B
 
 def _einsum_error(message: str, xs, specs=None, hint=None) -> ShapeError:
     names = [f"operand {i}" + (f" '{specs[i]}'" if specs else "") for i in range(len(xs))]
-    return ShapeError(f"einsum: {message}", op="einsum",
-                      operands=[(n, describe(x)) for n, x in zip(names, xs)], hint=hint)
+    return ShapeRuntimeError(f"einsum: {message}", op="einsum",
+                             operands=[(n, describe(x)) for n, x in zip(names, xs)], hint=hint)
 
 
 def _split_term(term: str, where: str, equation: str, xs):
@@ -363,7 +363,8 @@ class Einsum(Op):
                 continue
             f = next(fresh, None)
             if f is None:
-                raise ShapeError("einsum: too many subscripts to differentiate this diagonal",
+                raise ShapeRuntimeError(
+                    "einsum: too many subscripts to differentiate this diagonal",
                                  op="einsum")
             renamed.append(f)
             eyes.append((c + f, _identity(gi.shape[uniq.index(c)], g)))
@@ -382,7 +383,7 @@ def einsum(equation: str, *operands) -> Tensor:
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     if not operands:
-        raise ShapeError("einsum: at least one operand is needed", op="einsum")
+        raise ShapeRuntimeError("einsum: at least one operand is needed", op="einsum")
     for i, x in enumerate(operands):
         if not isinstance(x, Tensor):
             raise DTypeError(f"einsum: operand {i} is a {type(x).__name__}, not a tensor",

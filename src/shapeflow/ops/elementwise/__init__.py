@@ -35,7 +35,6 @@ from .binary import (  # noqa: F401  (re-exported: importers use these)
     div,
     divide,
     floor_divide,
-    fmod,
     mul,
     multiply,
     pow,
@@ -100,6 +99,10 @@ from .compare import (  # noqa: F401  (re-exported: importers use these)
     where,
     zeros_scalar_like,
 )
+from .integer import *  # noqa: F403
+from .integer import (  # noqa: F401  (re-exported: importers use these)
+    METHODS as _INTEGER_METHODS,
+)
 from .scalar import (  # noqa: F401  (re-exported: importers use these)
     AddScalar,
     DivScalar,
@@ -115,6 +118,8 @@ from .scalar import (  # noqa: F401  (re-exported: importers use these)
     ScalarOp,
     scalar_result_type,
 )
+from .trig import *  # noqa: F403
+from .trig import METHODS as _TRIG_METHODS  # noqa: F401
 from .unary import (  # noqa: F401  (re-exported: importers use these)
     Abs,
     Ceil,
@@ -164,3 +169,5 @@ METHODS = (
 )
 
 __all__ = [*METHODS, "where", "gelu", "rsub", "cast"]
+METHODS += _INTEGER_METHODS + _TRIG_METHODS
+__all__ += [*_INTEGER_METHODS, *_TRIG_METHODS]

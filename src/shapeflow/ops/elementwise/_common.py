@@ -44,3 +44,13 @@ def _as_operand(x, other: Tensor | None = None) -> Tensor:
         return from_numpy(x)
     raise DTypeError(f"expected a tensor or a number, got {type(x).__name__}")
 
+
+
+def refuse_dtype(op: str, x: Tensor, runtime: bool = False) -> None:
+    """PyTorch has no kernel of `op` for x's dtype: NotImplementedError (or RuntimeError)."""
+    from ...errors import DTypeNotImplementedError, DTypeRuntimeError
+    from ...tensor import describe
+
+    cls = DTypeRuntimeError if runtime else DTypeNotImplementedError
+    raise cls(f"{op}: not implemented for {x.dtype} (as in PyTorch)", op=op,
+              operands=[("input", describe(x))], hint="cast with .to() first")

@@ -11,6 +11,7 @@ from ...autograd import grad_mode
 from ...tensor import Tensor
 from .. import gelu_kernels
 from ..base import OUT_ACT, X0, X0_ACT, Op, apply
+from ._common import refuse_dtype
 from .compare import where
 from .unary import Unary, exp
 
@@ -40,6 +41,8 @@ class Relu(Op):
     name = "relu"
 
     def infer(self, x):
+        if x.dtype is _dt.bool_:
+            refuse_dtype(self.name, x, runtime=True)  # PyTorch: RuntimeError
         return x.shape, x.dtype
 
     def saved(self, x, out):
@@ -76,7 +79,16 @@ class ReluBackward(_GradKernel):
         return np.multiply(g, out > 0)
 
 
-class Silu(Unary):
+class _FloatOnly(Unary):
+    """PyTorch's activation kernels exist for floating-point inputs only."""
+
+    def infer(self, x):
+        if x.dtype.category != 2:
+            refuse_dtype(self.name, x)
+        return x.shape, x.dtype
+
+
+class Silu(_FloatOnly):
     name = "silu"
 
     def saved(self, x, out):
@@ -92,7 +104,7 @@ class Silu(Unary):
         return (g * s * (1.0 + x * (1.0 - s)),)
 
 
-class Softplus(Unary):
+class Softplus(_FloatOnly):
     name = "softplus"
 
     def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
@@ -125,7 +137,7 @@ def normal_cdf(x: np.ndarray) -> np.ndarray:
     return gelu_kernels.blockwise(x, "phi")
 
 
-class Gelu(Unary):
+class Gelu(_FloatOnly):
     name = "gelu"
 
     def __init__(self, approximate: str = "none") -> None:

@@ -6,7 +6,13 @@ import numpy as np
 
 from ... import dtypes as _dt
 from ...dtypes import promote_types, result_type
-from ...errors import DTypeError, ShapeflowError
+from ...errors import (
+    DTypeError,
+    DTypeNotImplementedError,
+    DTypeRuntimeError,
+    IntegerDivisionError,
+    ShapeflowError,
+)
 from ...shape import broadcast_shapes
 from ...tensor import Tensor
 from ..base import OUT, X0, X1, Op, apply
@@ -24,7 +30,15 @@ from .scalar import (
     RRemainderScalar,
     RSubScalar,
 )
-from .unary import log, trunc
+from .unary import log
+
+_BOOL = _dt.bool_
+
+
+def _bool_subtraction() -> DTypeRuntimeError:
+    return DTypeRuntimeError(
+        "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying "
+        "to invert a mask, use the `~` or `logical_not()` operator instead.", op="sub")
 
 
 class Binary(Op):
@@ -57,6 +71,37 @@ class Binary(Op):
         return self.fn(a, b)
 
 
+def _int_pow(op: Pow, a, b):
+    """Integer powers as PyTorch: a negative exponent gives 1 for base 1, +-1 for -1, else 0."""
+    npd = op.compute.np
+    a, b = a.astype(npd, copy=False), b.astype(npd, copy=False)
+    neg = b < 0
+    if not neg.any():
+        with np.errstate(over="ignore"):
+            return np.power(a, b)
+    with np.errstate(over="ignore"):
+        out = np.power(a, np.where(neg, 0, b))
+    a_b = np.broadcast_to(a, out.shape)
+    odd = np.broadcast_to(b % 2 != 0, out.shape)
+    fill = np.where(a_b == 1, 1, np.where(a_b == -1, np.where(odd, -1, 1), 0)).astype(npd)
+    return np.where(np.broadcast_to(neg, out.shape), fill, out)
+
+
+def _no_bool(op: Binary, a, b):
+    shape, dt = Binary.infer(op, a, b)
+    if dt is _dt.bool_:  # PyTorch has no floor division of bools
+        raise DTypeNotImplementedError(f"{op.name}: not implemented for bool", op=op.name,
+                                       hint="cast to an integer dtype first")
+    return shape, dt
+
+
+def _int_zero_check(op: str, b) -> None:
+    """Integer division by zero raises as in PyTorch (NumPy gives 0 silently)."""
+    if b.dtype.kind in "iu" and not b.all():
+        raise IntegerDivisionError(f"{op}: integer division by zero", op=op,
+                                   hint="cast to a float dtype to get inf/nan instead")
+
+
 class Add(Binary):
     name = "add"
     fn = staticmethod(np.add)
@@ -68,6 +113,11 @@ class Add(Binary):
 class Sub(Binary):
     name = "sub"
     fn = staticmethod(np.subtract)
+
+    def infer(self, a, b):
+        if a.dtype is _BOOL or b.dtype is _BOOL:
+            raise _bool_subtraction()
+        return Binary.infer(self, a, b)
 
     def backward(self, g):
         return g, -g
@@ -123,41 +173,59 @@ class Div(Binary):
 class Pow(Binary):
     name = "pow"
     fn = staticmethod(np.power)
+    infer = _no_bool
 
     def saved(self, a, b, out):
         self.need_b = b.requires_grad
         return (X0, X1, OUT) if b.requires_grad else (X0, X1)
 
     def forward(self, a, b):
+        if self.compute.category < 2 and self.compute is not _dt.bool_:
+            return _int_pow(self, a, b)
         with np.errstate(divide="ignore", invalid="ignore"):
             return Binary.forward(self, a, b)
 
     def backward(self, g):
+        from .compare import where, zeros_scalar_like
+
         saved = self.saved_tensors
         a, b = saved[0], saved[1]
-        ga = g * b * a ** (b - 1.0)
-        gb = g * saved[2] * log(a) if self.need_b else None
+        zero = zeros_scalar_like(g)
+        # PyTorch: the base's gradient is 0 where the exponent is 0 (not 0 * inf), the
+        # exponent's is 0 where the base is 0 and the exponent >= 0 (not 0 * log 0)
+        ga = where(b == 0, zero, g * b * a ** (b - 1.0)) if self.needs_grad(0) else None
+        gb = None
+        if self.need_b:
+            gb = where((a == 0) & (b >= 0), zero, g * saved[2] * log(a))
         return ga, gb
 
 
 class FloorDivide(Binary):
+    """Floor division (Python's //), in the promoted dtype."""
+
     name = "floor_divide"
     differentiable = False
+    infer = _no_bool
 
     @staticmethod
     def fn(a, b):
+        _int_zero_check("floor_divide", b)
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.floor_divide(a, b)
 
 
 class Remainder(Binary):
+    """Python's modulo: the sign of the divisor (fmod has the dividend's)."""
+
     name = "remainder"
+    infer = _no_bool
 
     def saved(self, a, b, out):
         return (X0, X1) if b.requires_grad else ()
 
     @staticmethod
     def fn(a, b):
+        _int_zero_check("remainder", b)
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.remainder(a, b)
 
@@ -205,6 +273,8 @@ def sub(a, b, alpha=1) -> Tensor:
     if alpha != 1:
         b = mul(b, alpha)
     if isinstance(a, Tensor) and isinstance(b, _NUMBER):
+        if a.dtype is _BOOL or type(b) is bool:
+            raise _bool_subtraction()
         return apply(AddScalar(-b), a)
     return _binary(Sub, None, RSubScalar, a, b)
 
@@ -218,10 +288,10 @@ def mul(a, b) -> Tensor:
 
 
 def div(a, b, rounding_mode: str | None = None) -> Tensor:
-    if rounding_mode == "floor":
-        return floor_divide(a, b)
-    if rounding_mode == "trunc":
-        return trunc(div(a, b))
+    if rounding_mode is not None:  # 'trunc' and 'floor' keep integer dtypes (integer.py)
+        from .integer import div as rounded
+
+        return rounded(a, b, rounding_mode)
     return _binary(Div, DivScalar, RDivScalar, a, b)
 
 
@@ -241,6 +311,4 @@ def floor_divide(a, b) -> Tensor:
 def remainder(a, b) -> Tensor:
     return _binary(Remainder, RemainderScalar, RRemainderScalar, a, b)
 
-
-fmod = remainder
 

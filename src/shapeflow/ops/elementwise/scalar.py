@@ -10,6 +10,8 @@ from ... import dtypes as _dt
 from ...dtypes import DType, promote_types, result_type
 from ..base import OUT, X0, Op
 
+_BOOL_NP = np.dtype(np.bool_)
+
 
 class ScalarOp(Op):
     """x (op) c for a Python number c: no broadcasting, PyTorch's scalar promotion."""
@@ -28,7 +30,13 @@ class ScalarOp(Op):
         npd = self.dt.np
         if x.dtype != npd:
             x = x.astype(npd)
-        return self.fn(x, self.c)
+        try:
+            out = self.fn(x, self.c)
+        except OverflowError:  # uint8 - 2: PyTorch wraps the number into the dtype
+            return self.fn(x, np.asarray(self.c).astype(npd))
+        if npd is _BOOL_NP and out.dtype != npd:  # bool ** True stays bool in PyTorch
+            out = out.astype(npd)
+        return out
 
 
 def scalar_result_type(dt: DType, c) -> DType:
@@ -64,6 +72,13 @@ class AddScalar(ScalarOp):
 class RSubScalar(ScalarOp):
     name = "rsub"
     fn = staticmethod(lambda x, c: np.subtract(c, x))
+
+    def infer(self, x):
+        if x.dtype is _dt.bool_ or type(self.c) is bool:
+            from .binary import _bool_subtraction
+
+            raise _bool_subtraction()
+        return ScalarOp.infer(self, x)
 
     def backward(self, g):
         return (-g,)
@@ -106,6 +121,15 @@ class PowScalar(ScalarOp):
     name = "pow"
     fn = _quiet(np.power)
 
+    def infer(self, x):
+        shape, dt = ScalarOp.infer(self, x)
+        if dt.category < 2 and type(self.c) is int and self.c < 0:
+            from ...errors import DTypeRuntimeError
+
+            raise DTypeRuntimeError("Integers to negative integer powers are not allowed.",
+                                    op="pow", hint="use a float exponent (x ** -1.0)")
+        return shape, dt
+
     def saved(self, x, out):
         return (X0,)
 
@@ -131,31 +155,71 @@ class RPowScalar(_FloatScalar):
 
     def backward(self, g):
         (out,) = self.saved_tensors
-        return (g * out * math.log(self.c),)
+        c = self.c
+        if c > 0:
+            return (g * out * math.log(c),)
+        from .compare import where, zeros_scalar_like
+
+        # PyTorch: log of a negative base is NaN; a zero base gives 0 where x >= 0
+        log_c = float("-inf") if c == 0 else float("nan")
+        grad = g * out * log_c
+        if c == 0:
+            grad = where(out <= 1.0, zeros_scalar_like(g), grad)  # 0 ** x <= 1 iff x >= 0
+        return (grad,)
 
 
-class FloorDivScalar(ScalarOp):
+class _IntDivScalar(ScalarOp):
+    """// and % with a number: integer division by zero raises, as in PyTorch."""
+
+    def infer(self, x):
+        shape, dt = ScalarOp.infer(self, x)
+        if dt.category < 2:
+            if dt.category == 0:
+                from ...errors import DTypeNotImplementedError
+
+                raise DTypeNotImplementedError(f"{self.name}: not implemented for bool",
+                                               op=self.name)
+            if not self.reverse and self.c == 0:
+                from ...errors import IntegerDivisionError
+
+                raise IntegerDivisionError(f"{self.name}: integer division by zero",
+                                           op=self.name)
+        return shape, dt
+
+    def forward(self, x):
+        if self.reverse:
+            from .binary import _int_zero_check
+
+            _int_zero_check(self.name, x)
+        return ScalarOp.forward(self, x)
+
+
+class FloorDivScalar(_IntDivScalar):
     name = "floor_divide"
     differentiable = False
+    reverse = False
     fn = _quiet(np.floor_divide)
 
 
-class RFloorDivScalar(ScalarOp):
+class RFloorDivScalar(_IntDivScalar):
     name = "floor_divide"
     differentiable = False
+    reverse = True
     fn = _quiet(lambda x, c: np.floor_divide(c, x))
 
 
-class RemainderScalar(ScalarOp):
+class RemainderScalar(_IntDivScalar):
     name = "remainder"
+    reverse = False
     fn = _quiet(np.remainder)
 
     def backward(self, g):
         return (g,)
 
 
-class RRemainderScalar(ScalarOp):
+class RRemainderScalar(_IntDivScalar):
     name = "remainder"
     differentiable = False
+    reverse = True
     fn = _quiet(lambda x, c: np.remainder(c, x))
 

@@ -8,7 +8,7 @@ from ... import dtypes as _dt
 from ...errors import DTypeError
 from ...tensor import Tensor, describe
 from ..base import OUT, OUT_ACT, X0, Op, apply
-from ._common import _float_dtype
+from ._common import _float_dtype, refuse_dtype
 from .scalar import PowScalar, RDivScalar
 
 
@@ -44,6 +44,8 @@ class Abs(Op):
     name = "abs"
 
     def infer(self, x):
+        if x.dtype is _dt.bool_:
+            refuse_dtype(self.name, x)
         return x.shape, x.dtype
 
     def saved(self, x, out):
@@ -64,7 +66,7 @@ class Sign(Op):
         return x.shape, x.dtype
 
     def forward(self, x):
-        return np.sign(x)
+        return x.copy() if x.dtype == np.bool_ else np.sign(x)
 
     def backward(self, g):
         from ...factories import zeros_like
@@ -252,6 +254,8 @@ class _Rounding(Op):
     differentiable = True
 
     def infer(self, x):
+        if x.dtype is _dt.bool_:
+            refuse_dtype(self.name, x)
         return x.shape, x.dtype
 
     def forward(self, x):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import ShapeError
+from ...errors import ShapeRuntimeError
 from ...shape import normalize_dims
 from ...tensor import Tensor, describe
 from .. import meta_layout
@@ -45,13 +45,13 @@ class Repeat(Op):
     def infer(self, x):
         k = len(self.sizes)
         if k < x.ndim:
-            raise ShapeError(
+            raise ShapeRuntimeError(
                 f"repeat: {k} repeat sizes {self.sizes} are fewer than the tensor's {x.ndim} dims",
                 op="repeat", operands=[("input", describe(x))])
         for r in self.sizes:
             if type(r) is not int or r < 0:
-                raise ShapeError(f"repeat: repeat sizes must be non-negative ints, got "
-                                 f"{self.sizes}", op="repeat")
+                raise ShapeRuntimeError(f"repeat: repeat sizes must be non-negative ints, got "
+                                        f"{self.sizes}", op="repeat")
         self.in_shape = x.shape
         self.padded = (1,) * (k - x.ndim) + tuple(x.shape)
         return tuple(s * r for s, r in zip(self.padded, self.sizes)), x.dtype
@@ -103,8 +103,9 @@ class Tril(Op):
 
     def infer(self, x):
         if x.ndim < 2:
-            raise ShapeError(f"{self.name}: the input must have at least 2 dims, got "
-                             f"{describe(x)}", op=self.name, operands=[("input", describe(x))])
+            raise ShapeRuntimeError(
+                f"{self.name}: the input must have at least 2 dims, got "
+                f"{describe(x)}", op=self.name, operands=[("input", describe(x))])
         return x.shape, x.dtype
 
     def forward(self, x):

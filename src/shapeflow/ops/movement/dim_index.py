@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import DTypeError, ShapeError
+from ...errors import DTypeError, ShapeIndexError, ShapeRuntimeError
 from ...shape import dims_equal, format_shape, normalize_dim
 from ...tensor import Tensor, describe
 from ..base import X1, Op, apply
@@ -23,8 +23,8 @@ def _check_bounds(index: np.ndarray, n: int, d: int, op: str) -> None:
     """Index values must lie in [0, n) (gather/scatter/index_select do not wrap negatives)."""
     if index.size and (index.min() < 0 or index.max() >= n):
         bad = index.min() if index.min() < 0 else index.max()
-        raise ShapeError(f"{op}: index {bad} is out of bounds for dim {d} with size {n}",
-                         op=op)
+        raise ShapeIndexError(f"{op}: index {bad} is out of bounds for dim {d} with size {n}",
+                                op=op)
 
 
 class IndexSelect(Op):
@@ -36,8 +36,8 @@ class IndexSelect(Op):
     def infer(self, x, index):
         _check_index_dtype(index, "index_select")
         if index.ndim > 1:
-            raise ShapeError(f"index_select: index must be 1-d, got {describe(index)}",
-                             op="index_select", operands=[("index", describe(index))])
+            raise ShapeRuntimeError(f"index_select: index must be 1-d, got {describe(index)}",
+                                    op="index_select", operands=[("index", describe(index))])
         self.d = normalize_dim(self.dim, x.ndim, "index_select")
         self.in_shape = x.shape
         shape = list(x.shape)
@@ -75,14 +75,15 @@ class IndexAdd(Op):
         operands = [("input", describe(x)), ("index", describe(index)),
                     ("source", describe(source))]
         if index.ndim > 1:
-            raise ShapeError("index_add: index must be 1-d", op="index_add", operands=operands)
+            raise ShapeRuntimeError(
+                "index_add: index must be 1-d", op="index_add", operands=operands)
         self.d = d = normalize_dim(self.dim, x.ndim, "index_add")
         want = list(x.shape)
         want[d] = index.shape[0] if index.ndim else 1
         if source.ndim != x.ndim or not all(
                 dims_equal(a, b) for a, b in zip(source.shape, want)):
-            raise ShapeError(f"index_add: source must have shape {format_shape(want)}",
-                             op="index_add", operands=operands)
+            raise ShapeRuntimeError(f"index_add: source must have shape {format_shape(want)}",
+                                    op="index_add", operands=operands)
         return x.shape, x.dtype
 
     def saved(self, x, index, source, out):

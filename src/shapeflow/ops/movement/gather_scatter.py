@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import DTypeError, ShapeError
+from ...errors import DTypeError, ShapeRuntimeError
 from ...shape import normalize_dim
 from ...tensor import Tensor, describe
 from ..base import X1, Op, apply
@@ -37,13 +37,13 @@ class Gather(Op):
         _check_index_dtype(index, "gather")
         nd = max(x.ndim, 1)
         if max(index.ndim, 1) != nd:
-            raise ShapeError(
+            raise ShapeRuntimeError(
                 f"gather: index must have as many dims as the input: {index.ndim} vs {x.ndim}",
                 op="gather", operands=[("input", describe(x)), ("index", describe(index))])
         self.d = normalize_dim(self.dim, x.ndim, "gather")
         for j, (i, s) in enumerate(zip(index.shape, x.shape)):
             if j != self.d and not _le(i, s):
-                raise ShapeError(
+                raise ShapeRuntimeError(
                     f"gather: index size {i} exceeds the input's size {s} in dim {j} "
                     f"(only dim {self.d} may be larger)", op="gather",
                     operands=[("input", describe(x)), ("index", describe(index))])
@@ -101,16 +101,17 @@ class ScatterAdd(Op):
                 raise DTypeError(f"{self.name}: src dtype {src.dtype} must equal the input's "
                                  f"{x.dtype}", op=self.name, operands=operands)
             if max(src.ndim, 1) != nd:
-                raise ShapeError(f"{self.name}: src must have as many dims as the input",
-                                 op=self.name, operands=operands)
+                raise ShapeRuntimeError(f"{self.name}: src must have as many dims as the input",
+                                        op=self.name, operands=operands)
         if max(index.ndim, 1) != nd:
-            raise ShapeError(f"{self.name}: index must have as many dims as the input",
-                             op=self.name, operands=operands)
+            raise ShapeRuntimeError(f"{self.name}: index must have as many dims as the input",
+                                    op=self.name, operands=operands)
         self.d = normalize_dim(self.dim, x.ndim, self.name)
         for j, i in enumerate(index.shape):
             if (j != self.d and not _le(i, x.shape[j])) or (
                     src is not None and not _le(i, src.shape[j])):
-                raise ShapeError(f"{self.name}: index size {i} in dim {j} exceeds the input's "
+                raise ShapeRuntimeError(
+                    f"{self.name}: index size {i} in dim {j} exceeds the input's "
                                  "or src's size", op=self.name, operands=operands)
         self.index_shape = index.shape
         self.src_shape = None if src is None else src.shape

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import dtypes as _dt
-from ...errors import DTypeError, ShapeError
+from ...errors import DTypeError, ShapeRuntimeError
 from ...shape import dims_equal, format_shape, normalize_dim, prod_dims
 from ...tensor import Tensor, describe
 from ..base import Op, apply
@@ -17,12 +17,13 @@ def _split_sizes(x: Tensor, d: int, split_size, op: str) -> list:
     n = x.shape[d]
     if type(split_size) is int:
         if split_size < 0:
-            raise ShapeError(f"{op}: split_size must be non-negative, got {split_size}", op=op)
+            raise ShapeRuntimeError(
+                f"{op}: split_size must be non-negative, got {split_size}", op=op)
         if type(n) is int:
             if split_size == 0:
                 if n:
-                    raise ShapeError(f"{op}: split_size 0 cannot split a dim of size {n}",
-                                     op=op, operands=[("input", describe(x))])
+                    raise ShapeRuntimeError(f"{op}: split_size 0 cannot split a dim of size {n}",
+                                            op=op, operands=[("input", describe(x))])
                 return [0]
             k = max(-(-n // split_size), 1)
             return [split_size] * (k - 1) + [n - split_size * (k - 1)]
@@ -32,7 +33,7 @@ def _split_sizes(x: Tensor, d: int, split_size, op: str) -> list:
         return [split_size] * q
     if dims_equal(split_size, n):
         return [n]
-    raise ShapeError(
+    raise ShapeRuntimeError(
         f"{op}: cannot tell how many pieces of size {split_size} dim {d} of size {n} makes",
         op=op, operands=[("input", describe(x))],
         hint="pass the list of section sizes, or split a dim that is a multiple of the size")
@@ -44,14 +45,14 @@ def split(x: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
         sizes = [_as_bound(s, "split") for s in split_size_or_sections]
         for s in sizes:
             if type(s) is int and s < 0:
-                raise ShapeError(f"split: section sizes must be non-negative, got {sizes}",
-                                 op="split")
+                raise ShapeRuntimeError(f"split: section sizes must be non-negative, got {sizes}",
+                                        op="split")
         total = prod_dims(()) * 0
         for s in sizes:
             total = total + s
         same = dims_equal(total, x.shape[d])
         if not same:
-            raise ShapeError(
+            raise ShapeRuntimeError(
                 f"split: section sizes {sizes} sum to {total}, not to the size {x.shape[d]} "
                 f"of dim {d}" if same is False else
                 f"split: cannot tell whether section sizes {sizes} sum to {x.shape[d]}",
@@ -67,7 +68,7 @@ def split(x: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
 
 def chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple:
     if type(chunks) is not int or chunks <= 0:
-        raise ShapeError(f"chunk: chunks must be a positive int, got {chunks!r}", op="chunk")
+        raise ShapeRuntimeError(f"chunk: chunks must be a positive int, got {chunks!r}", op="chunk")
     d = normalize_dim(dim, x.ndim, "chunk")
     n = x.shape[d]
     if type(n) is int:
@@ -92,9 +93,10 @@ class Cat(Op):
     def infer(self, *xs):
         for i, t in enumerate(xs):
             if t.ndim == 0:
-                raise ShapeError(f"cat: a 0-d tensor (at position {i}) cannot be concatenated",
-                                 op="cat", operands=[(f"tensor {i}", describe(t))],
-                                 hint="use stack(), or unsqueeze(0) it first")
+                raise ShapeRuntimeError(
+                    f"cat: a 0-d tensor (at position {i}) cannot be concatenated",
+                    op="cat", operands=[(f"tensor {i}", describe(t))],
+                    hint="use stack(), or unsqueeze(0) it first")
         dtype = xs[0].dtype
         for t in xs[1:]:
             dtype = promote_types(dtype, t.dtype)
@@ -114,7 +116,7 @@ class Cat(Op):
             if not self.keep[i]:
                 continue
             if t.ndim != ref.ndim:
-                raise ShapeError(
+                raise ShapeRuntimeError(
                     f"cat: tensors must have the same number of dims: tensor {i_ref} has "
                     f"{ref.ndim}, tensor {i} has {t.ndim}", op="cat", operands=operands)
             for j, (s, r) in enumerate(zip(t.shape, ref.shape)):
@@ -123,7 +125,7 @@ class Cat(Op):
                 same = dims_equal(s, r)
                 if not same:
                     why = "cannot tell whether" if same is None else "must match:"
-                    raise ShapeError(
+                    raise ShapeRuntimeError(
                         f"cat: sizes must match except in dim {d}: tensor {i} has size {s} "
                         f"in dim {j}, tensor {i_ref} has {r}" + (
                             f" ({why} {s} == {r})" if same is None else ""),
@@ -166,7 +168,7 @@ def _tensor_list(tensors, op: str) -> list:
         raise DTypeError(f"{op}: expected a list or tuple of tensors, got "
                          f"{type(tensors).__name__}", op=op)
     if not tensors:
-        raise ShapeError(f"{op}: expected a non-empty list of tensors", op=op)
+        raise ShapeRuntimeError(f"{op}: expected a non-empty list of tensors", op=op)
     for i, t in enumerate(tensors):
         if not isinstance(t, Tensor):
             raise DTypeError(f"{op}: expected a Tensor as element {i}, got "
@@ -187,7 +189,7 @@ def stack(tensors, dim: int = 0) -> Tensor:
     for i, t in enumerate(tensors[1:], 1):
         same = t.ndim == ref.ndim and all(dims_equal(a, b) for a, b in zip(t.shape, ref.shape))
         if not same:
-            raise ShapeError(
+            raise ShapeRuntimeError(
                 f"stack: expects each tensor to be equal size, but got "
                 f"{format_shape(ref.shape)} at entry 0 and {format_shape(t.shape)} at entry {i}",
                 op="stack", operands=[(f"tensor {j}", describe(u)) for j, u in

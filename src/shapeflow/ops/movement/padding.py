@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import dtypes as _dt
-from ...errors import DTypeError, ShapeError
+from ...errors import DTypeError, ShapeRuntimeError
 from ...shape import broadcast_shapes
 from ...tensor import Tensor, describe
 from ..base import X1, Op, apply
@@ -65,11 +65,12 @@ class Pad(Op):
     def infer(self, x):
         p = self.pad
         if len(p) % 2:
-            raise ShapeError(f"pad: the padding length must be divisible by 2, got {p}",
-                             op="pad")
+            raise ShapeRuntimeError(f"pad: the padding length must be divisible by 2, got {p}",
+                                    op="pad")
         if len(p) // 2 > x.ndim:
-            raise ShapeError(f"pad: {len(p)} pad values need at least {len(p) // 2} dims, got "
-                             f"{describe(x)}", op="pad", operands=[("input", describe(x))])
+            raise ShapeRuntimeError(
+                f"pad: {len(p)} pad values need at least {len(p) // 2} dims, got "
+                f"{describe(x)}", op="pad", operands=[("input", describe(x))])
         pairs = [(0, 0)] * x.ndim
         for i in range(len(p) // 2):
             pairs[x.ndim - 1 - i] = (p[2 * i], p[2 * i + 1])
@@ -79,11 +80,11 @@ class Pad(Op):
             n = s + a + b
             kept = s + min(a, 0) + min(b, 0)  # negative pads crop the input first
             if type(kept) is int and kept < 0:
-                raise ShapeError(f"pad: padding {p} crops more than the size {s} of a dim",
-                                 op="pad", operands=[("input", describe(x))])
+                raise ShapeRuntimeError(f"pad: padding {p} crops more than the size {s} of a dim",
+                                        op="pad", operands=[("input", describe(x))])
             if type(n) is int and n < 0:
-                raise ShapeError(f"pad: padding {p} makes a dim of size {s} negative",
-                                 op="pad", operands=[("input", describe(x))])
+                raise ShapeRuntimeError(f"pad: padding {p} makes a dim of size {s} negative",
+                                        op="pad", operands=[("input", describe(x))])
             shape.append(n)
         return tuple(shape), x.dtype
 
@@ -99,20 +100,28 @@ class Pad(Op):
 
 
 def _pad_index(n: int, a: int, b: int, mode: str) -> np.ndarray:
-    i = np.arange(-a, n + b)
+    """Source positions for a dim of size n padded by (a, b); negative pads crop, as PyTorch."""
+    if n + a + b <= 0:
+        raise ShapeRuntimeError(f"pad: padding ({a}, {b}) leaves nothing of a dim of size {n}",
+                                op="pad")
+    if mode == "circular":  # PyTorch crops first, then wraps around what is left
+        lo, hi = max(-a, 0), n - max(-b, 0)
+        m = hi - lo
+        if m <= 0 or a > n or b > n:  # (PyTorch reads uninitialized memory for m == 0)
+            raise ShapeRuntimeError(
+                f"pad: circular padding ({a}, {b}) must not exceed the dim size {n} and must "
+                f"leave some of it", op="pad")
+        return lo + np.arange(-max(a, 0), m + max(b, 0)) % m
+    i = np.arange(-a, n + b)  # reflect and replicate index the whole dim
     if mode == "reflect":
         if a >= n or b >= n:
-            raise ShapeError(f"pad: reflect padding ({a}, {b}) must be smaller than the dim "
-                             f"size {n}", op="pad")
+            raise ShapeRuntimeError(
+                f"pad: reflect padding ({a}, {b}) must be smaller than the dim size {n}",
+                op="pad")
         period = 2 * (n - 1)
         j = np.abs(i) % period if period else np.zeros_like(i)
         return np.where(j >= n, period - j, j)
-    if mode == "replicate":
-        return np.clip(i, 0, n - 1)
-    if a > n or b > n:
-        raise ShapeError(f"pad: circular padding ({a}, {b}) must not exceed the dim size {n}",
-                         op="pad")
-    return i % n
+    return np.clip(i, 0, n - 1)
 
 
 def pad(x: Tensor, pad, mode: str = "constant", value=0) -> Tensor:
@@ -121,8 +130,8 @@ def pad(x: Tensor, pad, mode: str = "constant", value=0) -> Tensor:
     if mode == "constant":
         return apply(Pad(pad, 0 if value is None else value), x)
     if mode not in ("reflect", "replicate", "circular"):
-        raise ShapeError(f"pad: unknown mode {mode!r}", op="pad",
-                         hint="use 'constant', 'reflect', 'replicate' or 'circular'")
+        raise ShapeRuntimeError(f"pad: unknown mode {mode!r}", op="pad",
+                                hint="use 'constant', 'reflect', 'replicate' or 'circular'")
     Pad(pad).infer(x)  # the same checks as constant padding
     from ...device import meta
 
@@ -131,9 +140,9 @@ def pad(x: Tensor, pad, mode: str = "constant", value=0) -> Tensor:
         if a == 0 and b == 0:
             continue
         n = x.shape[d]
-        if type(n) is not int or n == 0 or a < 0 or b < 0:
-            raise ShapeError(f"pad: {mode} padding needs a concrete non-empty dim and "
-                             f"non-negative pads, got {n} and ({a}, {b})", op="pad")
+        if type(n) is not int or n == 0:
+            raise ShapeRuntimeError(f"pad: {mode} padding needs a concrete non-empty dim, "
+                                    f"got {n}", op="pad")
         idx = _pad_index(n, a, b, mode)
         it = Tensor._make(None if x.device is meta else idx, idx.shape, _dt.int64, x.device)
         x = index_select(x, d, it)

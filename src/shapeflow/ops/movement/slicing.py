@@ -6,7 +6,7 @@ import operator
 
 import numpy as np
 
-from ...errors import DTypeError, ShapeError
+from ...errors import DTypeError, ShapeIndexError, ShapeRuntimeError
 from ...shape import format_shape, normalize_dim
 from ...tensor import Tensor, describe
 from ..base import Op, apply
@@ -34,8 +34,8 @@ def slice_size(s: slice, n, op: str = "getitem"):
     """(normalized slice, size) of slicing a dim of size n (int or symbolic)."""
     step = 1 if s.step is None else _as_bound(s.step, op)
     if type(step) is not int or step <= 0:
-        raise ShapeError(f"{op}: step must be greater than zero, got {step}", op=op,
-                         hint="negative steps are not supported (as in PyTorch); use flip()")
+        raise ShapeRuntimeError(f"{op}: step must be greater than zero, got {step}", op=op,
+                                hint="negative steps are not supported (as in PyTorch); use flip()")
     start, stop = _as_bound(s.start, op), _as_bound(s.stop, op)
     if type(n) is int and (start is None or type(start) is int) and (
             stop is None or type(stop) is int):
@@ -70,7 +70,7 @@ def basic_index(shape, key, op: str = "getitem", x=None):
             out.append(1)
             continue
         if d >= ndim:
-            raise ShapeError(
+            raise ShapeIndexError(
                 f"{op}: too many indices for tensor of dimension {ndim}", op=op,
                 operands=[("input", describe(x) if x is not None else format_shape(shape))])
         n = shape[d]
@@ -80,7 +80,7 @@ def basic_index(shape, key, op: str = "getitem", x=None):
         elif type(n) is int:
             i = item
             if type(i) is int and not -n <= i < n:
-                raise ShapeError(
+                raise ShapeIndexError(
                     f"{op}: index {i} is out of bounds for dim {d} with size {n}", op=op,
                     operands=[("input", describe(x) if x is not None else format_shape(shape))])
             item = i + n if i < 0 else i
@@ -145,7 +145,7 @@ def narrow(x: Tensor, dim: int, start, length) -> Tensor:
         start = start + n
     if type(n) is int and type(start) is int and type(length) is int and (
             start < 0 or length < 0 or start + length > n):
-        raise ShapeError(
+        raise ShapeRuntimeError(
             f"narrow: start ({start}) + length ({length}) is out of range for dim {d} of "
             f"size {n}", op="narrow", operands=[("input", describe(x))])
     return _index_view(x, (slice(None),) * d + (slice(start, start + length),), "narrow")
@@ -160,8 +160,8 @@ def unbind(x: Tensor, dim: int = 0) -> tuple:
     d = normalize_dim(dim, x.ndim, "unbind")
     n = x.shape[d]
     if type(n) is not int:
-        raise ShapeError(f"unbind: dim {d} has symbolic size {n}: the number of outputs is "
-                         "unknown", op="unbind", operands=[("input", describe(x))])
+        raise ShapeRuntimeError(f"unbind: dim {d} has symbolic size {n}: the number of outputs is "
+                                "unknown", op="unbind", operands=[("input", describe(x))])
     pre = (slice(None),) * d
     return tuple(_index_view(x, pre + (i,), "unbind") for i in range(n))
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import ShapeError
+from ...errors import ShapeError, ShapeIndexError, ShapeRuntimeError
 from ...shape import format_shape, is_concrete, normalize_dim, prod_dims, shapes_equal
 from ...tensor import Tensor, describe
 from .. import meta_layout
@@ -39,7 +39,7 @@ def infer_reshape(shape, target, op: str = "reshape") -> tuple:
     target = tuple(target)
     n = prod_dims(shape)
     if target.count(-1) > 1:
-        raise ShapeError(f"{op}: only one dim can be -1, got {format_shape(target)}", op=op)
+        raise ShapeRuntimeError(f"{op}: only one dim can be -1, got {format_shape(target)}", op=op)
     if -1 in target:
         known = prod_dims(s for s in target if not (type(s) is int and s == -1))
         if is_concrete(shape) and is_concrete(target):
@@ -53,12 +53,12 @@ def infer_reshape(shape, target, op: str = "reshape") -> tuple:
         target = tuple(missing if (type(s) is int and s == -1) else s for s in target)
     for s in target:
         if type(s) is int and s < 0:
-            raise ShapeError(f"{op}: invalid size {s} in {format_shape(target)}", op=op)
+            raise ShapeRuntimeError(f"{op}: invalid size {s} in {format_shape(target)}", op=op)
     from ...shape import dims_equal
 
     same = dims_equal(prod_dims(target), n)
     if same is None:
-        raise ShapeError(
+        raise ShapeRuntimeError(
             f"{op}: cannot tell whether {format_shape(shape)} ({n} elements) fits "
             f"{format_shape(target)}", op=op, hint="bind the symbols or state a fact")
     if not same:
@@ -84,7 +84,7 @@ def _reshape_error(op, shape, target) -> ShapeError:
     hint = None
     if type(n) is int:
         hint = f"{n} = {_factor(n)}" if n > 1 else None
-    return ShapeError(
+    return ShapeRuntimeError(
         f"{op}: cannot reshape {format_shape(shape)} ({n} elements) into "
         f"{format_shape(target)}" + (f" ({m} elements)" if -1 not in target else ""),
         op=op, operands=[("input", format_shape(shape))],
@@ -122,7 +122,7 @@ class Expand(View):
     def infer(self, x):
         target, n = self.target, len(self.target)
         if n < x.ndim:
-            raise ShapeError(
+            raise ShapeRuntimeError(
                 f"expand: the target {format_shape(target)} has fewer dims than the input "
                 f"{format_shape(x.shape)}", op="expand", operands=[("input", describe(x))])
         lead = n - x.ndim
@@ -135,7 +135,7 @@ class Expand(View):
             elif s is t or s == t:
                 out.append(s)
             else:
-                raise ShapeError(
+                raise ShapeRuntimeError(
                     f"expand: cannot expand {format_shape(x.shape)} to {format_shape(target)} "
                     f"(size {s} is not 1 and differs from {t})",
                     op="expand", operands=[("input", describe(x))],
@@ -161,7 +161,9 @@ class Permute(View):
         n = x.ndim
         dims = tuple(d + n if d < 0 else d for d in self.dims)
         if sorted(dims) != list(range(n)):
-            raise ShapeError(
+            bad = [d for d in dims if not 0 <= d < max(n, 1)]
+            cls = ShapeIndexError if bad and len(dims) == n else ShapeRuntimeError
+            raise cls(
                 f"permute: dims {self.dims} are not a permutation of {n} dims",
                 op="permute", operands=[("input", describe(x))])
         self.dims = dims
@@ -183,6 +185,10 @@ def reshape(x: Tensor, *shape) -> Tensor:
 
 
 def view(x: Tensor, *shape) -> Tensor:
+    if len(shape) == 1 and type(shape[0]).__name__ == "DType":  # view(dtype): reinterpret
+        from .dtype_view import view_dtype
+
+        return view_dtype(x, shape[0])
     return reshape(x, *shape)
 
 
@@ -244,8 +250,9 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     s = normalize_dim(start_dim, x.ndim, "flatten")
     e = normalize_dim(end_dim, x.ndim, "flatten")
     if s > e:
-        raise ShapeError(f"flatten: start_dim {start_dim} cannot come after end_dim {end_dim}",
-                         op="flatten", operands=[("input", describe(x))])
+        raise ShapeRuntimeError(
+            f"flatten: start_dim {start_dim} cannot come after end_dim {end_dim}",
+            op="flatten", operands=[("input", describe(x))])
     if s == e:
         return x
     shape = tuple(x.shape)
@@ -264,13 +271,14 @@ def movedim(x: Tensor, source, destination) -> Tensor:
     dst = (destination,) if isinstance(destination, int) else tuple(destination)
     n = x.ndim
     if len(src) != len(dst):
-        raise ShapeError(f"movedim: source {src} and destination {dst} have different lengths",
-                         op="movedim")
+        raise ShapeRuntimeError(
+            f"movedim: source {src} and destination {dst} have different lengths",
+            op="movedim")
     src = [normalize_dim(d, n, "movedim") for d in src]
     dst = [normalize_dim(d, n, "movedim") for d in dst]
     if len(set(src)) != len(src) or len(set(dst)) != len(dst):
-        raise ShapeError(f"movedim: repeated dim in source {src} or destination {dst}",
-                         op="movedim")
+        raise ShapeRuntimeError(f"movedim: repeated dim in source {src} or destination {dst}",
+                                op="movedim")
     order = [None] * n
     for s, d in zip(src, dst):
         order[d] = s

@@ -18,6 +18,24 @@ from .activation import (  # noqa: F401  (re-exported: importers use these)
     elu,
     leaky_relu,
 )
+from .activations_extra import (  # noqa: F401  (re-exported: importers use these)
+    Hardtanh,
+    celu,
+    glu,
+    hardshrink,
+    hardsigmoid,
+    hardswish,
+    hardtanh,
+    logsigmoid,
+    mish,
+    prelu,
+    relu6,
+    selu,
+    softmin,
+    softshrink,
+    softsign,
+    tanhshrink,
+)
 from .attention import (  # noqa: F401  (re-exported: importers use these)
     Attention,
     scaled_dot_product_attention,
@@ -69,5 +87,6 @@ from .softmax import (  # noqa: F401  (re-exported: importers use these)
     softmax,
 )
 
-METHODS = ("softmax", "log_softmax")
-__all__ = ["softmax", "log_softmax", "layer_norm", "rms_norm", "embedding", "dropout"]
+METHODS = ("softmax", "log_softmax", "hardshrink")
+__all__ = ["softmax", "log_softmax", "layer_norm", "rms_norm", "embedding", "dropout",
+           "selu", "celu", "prelu", "hardshrink"]  # the activations torch has at top level

@@ -8,7 +8,7 @@ import numpy as np
 
 from ... import dtypes as _dt
 from ...backend import kernels
-from ...errors import DTypeError, ShapeError
+from ...errors import DTypeError, ShapeRuntimeError
 from ...random import get_rng
 from ...shape import broadcast_shapes, dims_equal, format_shape
 from ...tensor import Tensor, describe
@@ -37,8 +37,8 @@ class Attention(Op):
         ops = [("q", describe(q)), ("k", describe(k)), ("v", describe(v))]
         for name, t in (("q", q), ("k", k), ("v", v)):
             if t.ndim < 2:
-                raise ShapeError(f"{op}: {name} must have at least 2 dims [..., L, E], got "
-                                 f"{format_shape(t.shape)}", op=op, operands=ops)
+                raise ShapeRuntimeError(f"{op}: {name} must have at least 2 dims [..., L, E], got "
+                                        f"{format_shape(t.shape)}", op=op, operands=ops)
             _need_float(op, t, name)
         if not (q.dtype is k.dtype is v.dtype):
             raise DTypeError(f"{op}: q, k, v have different dtypes ({q.dtype}, {k.dtype}, "
@@ -53,15 +53,15 @@ class Attention(Op):
             elif dims_equal(L, Ek):
                 hint = (f"q looks transposed ([..., E, L] = {format_shape(q.shape)}): use "
                         "q.transpose(-2, -1)")
-            raise ShapeError(f"{op}: q's last dim ({E}) != k's last dim ({Ek})", op=op,
-                             operands=ops, hint=hint)
+            raise ShapeRuntimeError(f"{op}: q's last dim ({E}) != k's last dim ({Ek})", op=op,
+                                    operands=ops, hint=hint)
         if not dims_equal(v.shape[-2], S):
             hint = None
             if dims_equal(v.shape[-1], S):
                 hint = (f"v looks transposed ([..., Ev, S] = {format_shape(v.shape)}): pass v "
                         "as [..., S, Ev]")
-            raise ShapeError(f"{op}: k has {S} positions (dim -2) but v has {v.shape[-2]}",
-                             op=op, operands=ops, hint=hint)
+            raise ShapeRuntimeError(f"{op}: k has {S} positions (dim -2) but v has {v.shape[-2]}",
+                                    op=op, operands=ops, hint=hint)
         batch = broadcast_shapes(tuple(q.shape[:-2]), tuple(k.shape[:-2]), op, ("q", "k"))
         self.scores_shape = tuple(batch) + (L, S)
         out_batch = broadcast_shapes(tuple(batch), tuple(v.shape[:-2]), op, ("q", "v"))
@@ -79,7 +79,7 @@ class Attention(Op):
             full = broadcast_shapes(tuple(m.shape), self.scores_shape, op,
                                     ("attn_mask", "scores"))
             if tuple(full) != self.scores_shape:
-                raise ShapeError(
+                raise ShapeRuntimeError(
                     f"{op}: attn_mask {format_shape(m.shape)} does not broadcast to the "
                     f"scores {format_shape(self.scores_shape)} ([..., L, S])", op=op,
                     operands=ops + [("attn_mask", describe(m))])
@@ -209,8 +209,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
                                  generator=None) -> Tensor:
     """softmax(q @ k^T * scale + mask) @ v (PyTorch semantics; bool mask: True = attend)."""
     if enable_gqa:
-        raise NotImplementedError("scaled_dot_product_attention: enable_gqa is not supported; "
-                                  "repeat k and v over the head dim instead")
+        key, value = _gqa_heads(query, key), _gqa_heads(query, value)
     if is_causal and attn_mask is not None:
         raise ValueError("scaled_dot_product_attention: pass either attn_mask or "
                          "is_causal=True, not both")
@@ -224,3 +223,22 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
                    ("bool" if attn_mask.dtype is _dt.bool_ else "float"), generator)
     extra = (attn_mask,) if attn_mask is not None else ()
     return apply(op, query, key, value, *extra)
+
+
+def _gqa_heads(q: Tensor, t: Tensor) -> Tensor:
+    """Grouped-query attention: each of t's heads (dim -3) serves Hq // Hkv query heads, so
+    t's heads are repeated in place (repeat_interleave), as PyTorch's enable_gqa does."""
+    if q.ndim < 3 or t.ndim < 3:
+        return t
+    hq, hk = q.shape[-3], t.shape[-3]
+    if dims_equal(hq, hk):
+        return t
+    if type(hq) is not int or type(hk) is not int or hk == 0 or hq % hk:
+        raise ShapeRuntimeError(
+            f"scaled_dot_product_attention: with enable_gqa the number of query heads ({hq}) "
+            f"must be a multiple of the key/value heads ({hk})",
+            op="scaled_dot_product_attention",
+            operands=[("q", describe(q)), ("k/v", describe(t))])
+    n = hq // hk
+    lead, (S, E) = tuple(t.shape[:-3]), tuple(t.shape[-2:])
+    return t.unsqueeze(-3).expand(*lead, hk, n, S, E).reshape(*lead, hk * n, S, E)

@@ -6,7 +6,7 @@ import numpy as np
 
 from ... import dtypes as _dt
 from ...backend import kernels
-from ...errors import DTypeError, ShapeError
+from ...errors import DTypeError, ShapeError, ShapeIndexError, ShapeRuntimeError
 from ...shape import dims_equal, format_shape, prod_dims
 from ...tensor import Tensor, describe
 from ..base import ACTIVATION_INPUT, Op, Saved, apply
@@ -37,8 +37,8 @@ def _class_contract(op: str, x, t, w, allow_prob: bool):
     ops = [("input", describe(x)), ("target", describe(t))]
     _need_float(op, x, "input")
     if x.ndim == 0:
-        raise ShapeError(f"{op}: input must have a class dim ([N, C] or [C]), got a 0-d "
-                         "tensor", op=op, operands=ops)
+        raise ShapeRuntimeError(f"{op}: input must have a class dim ([N, C] or [C]), got a 0-d "
+                                "tensor", op=op, operands=ops)
     cax = 1 if x.ndim >= 2 else 0
     C = x.shape[cax]
     batch = tuple(x.shape[:cax]) + tuple(x.shape[cax + 1:])
@@ -75,9 +75,9 @@ def _class_contract(op: str, x, t, w, allow_prob: bool):
                          op=op, operands=ops, hint="use target.long()")
     if w is not None:
         if len(w.shape) != 1 or not dims_equal(w.shape[0], C):
-            raise ShapeError(f"{op}: weight {format_shape(w.shape)} must be 1-D with one "
-                             f"entry per class ({C})", op=op,
-                             operands=ops + [("weight", describe(w))])
+            raise ShapeRuntimeError(f"{op}: weight {format_shape(w.shape)} must be 1-D with one "
+                                    f"entry per class ({C})", op=op,
+                                    operands=ops + [("weight", describe(w))])
         if w.dtype is not x.dtype:
             raise DTypeError(f"{op}: weight is {w.dtype} but input is {x.dtype}", op=op,
                              operands=ops + [("weight", describe(w))],
@@ -115,7 +115,7 @@ def _class_targets(op: str, t2: np.ndarray, C: int, ignore_index: int):
         tt = np.where(valid, t2, 0)
     if tt.size and (int(tt.min()) < 0 or int(tt.max()) >= C):
         bad = tt[(tt < 0) | (tt >= C)]
-        raise ShapeError(
+        raise ShapeIndexError(
             f"{op}: target class {int(bad.flat[0])} is out of range for {C} classes "
             f"(valid classes are 0..{C - 1}, or ignore_index={ignore_index})", op=op,
             operands=[("target", f"{format_shape(t2.shape)} {t2.dtype}")],

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import dtypes as _dt
-from ...errors import DTypeError, ShapeError
+from ...errors import DTypeError, ShapeIndexError, ShapeRuntimeError
 from ...shape import format_shape
 from ...tensor import Tensor, describe
 from ..base import Op, Saved, apply
@@ -29,7 +29,7 @@ class Embedding(Op):
                 "the embeddings instead of token ids?" if idx.dtype.category == 2 else
                 "convert the indices with .long()")
         if w.ndim != 2:
-            raise ShapeError(
+            raise ShapeRuntimeError(
                 f"embedding: weight must be 2-D [num_embeddings, embedding_dim], got "
                 f"{format_shape(w.shape)}", op="embedding", operands=ops)
         self.num = w.shape[0]
@@ -113,7 +113,7 @@ def _check_indices(op: str, idx: np.ndarray, n: int, what: str, hint: str) -> No
     if lo >= 0 and hi < n:
         return
     bad = hi if hi >= n else lo
-    raise ShapeError(
+    raise ShapeIndexError(
         f"{op}: index {bad} is out of range for {what}={n} (max index {hi}, min index {lo})",
         op=op, operands=[("input", f"{format_shape(idx.shape)} {idx.dtype}")], hint=hint)
 
@@ -129,8 +129,8 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
     if padding_idx is not None:
         n = weight.shape[0]
         if type(n) is int and not -n <= padding_idx < n:
-            raise ShapeError(f"embedding: padding_idx {padding_idx} is out of range for "
-                             f"num_embeddings={n}", op="embedding")
+            raise ShapeRuntimeError(f"embedding: padding_idx {padding_idx} is out of range for "
+                                    f"num_embeddings={n}", op="embedding")
         if padding_idx < 0:
             padding_idx += n
     if max_norm is not None and weight.data is not None and input.data is not None:
@@ -180,11 +180,11 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     """int64 one-hot encoding [..., num_classes]; num_classes=-1 takes max + 1 from the data."""
     if num_classes == -1:
         if tensor.data is None:
-            raise ShapeError("one_hot: num_classes=-1 needs data to find the class count",
-                             op="one_hot", operands=[("input", describe(tensor))],
-                             hint="pass num_classes= explicitly on the meta device")
+            raise ShapeRuntimeError("one_hot: num_classes=-1 needs data to find the class count",
+                                    op="one_hot", operands=[("input", describe(tensor))],
+                                    hint="pass num_classes= explicitly on the meta device")
         if tensor.numel() == 0:
-            raise ShapeError("one_hot: cannot infer num_classes from an empty tensor",
-                             op="one_hot", hint="pass num_classes=")
+            raise ShapeRuntimeError("one_hot: cannot infer num_classes from an empty tensor",
+                                    op="one_hot", hint="pass num_classes=")
         num_classes = int(tensor.data.max()) + 1
     return apply(OneHot(num_classes), tensor)

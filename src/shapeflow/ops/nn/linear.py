@@ -6,7 +6,7 @@ import math
 
 from ... import dtypes as _dt
 from ...backend import gemm
-from ...errors import DTypeError, ShapeError
+from ...errors import DTypeError, ShapeRuntimeError
 from ...shape import dims_equal, format_shape, prod_dims
 from ...tensor import Tensor, describe
 from ..base import X1, Op, apply
@@ -35,7 +35,7 @@ class Linear(Op):
         if b:
             bs = b[0].shape
             if len(bs) != 1 or dims_equal(bs[0], ws[0]) is not True or b[0].dtype is not dt:
-                raise ShapeError(
+                raise ShapeRuntimeError(
                     f"linear: bias {format_shape(bs)} does not match out_features of weight "
                     f"{format_shape(ws)} ({ws[0]})", op="linear",
                     operands=[("x", describe(x)), ("weight", describe(w)),
@@ -106,11 +106,11 @@ _DIRECT_DTYPES = (_dt.float32, _dt.float64)
 def _linear_error(x, w):
     ops = [("x", describe(x)), ("weight", describe(w))]
     if w.ndim != 2:
-        raise ShapeError(f"linear: weight must be 2-D [out_features, in_features], got "
-                         f"{format_shape(w.shape)}", op="linear", operands=ops)
+        raise ShapeRuntimeError(f"linear: weight must be 2-D [out_features, in_features], got "
+                                f"{format_shape(w.shape)}", op="linear", operands=ops)
     if x.ndim == 0:
-        raise ShapeError("linear: x must have at least 1 dim, got a 0-d tensor", op="linear",
-                         operands=ops, hint="use x.reshape(1) for a single feature")
+        raise ShapeRuntimeError("linear: x must have at least 1 dim, got a 0-d tensor", op="linear",
+                                operands=ops, hint="use x.reshape(1) for a single feature")
     if x.dtype.category != 2:
         raise DTypeError(
             f"linear: x has dtype {x.dtype}; linear needs floating-point input", op="linear",
@@ -122,9 +122,9 @@ def _linear_error(x, w):
                          f".to({x.dtype}))")
     a, c = x.shape[-1], w.shape[1]
     if dims_equal(a, c) is None:
-        raise ShapeError(f"linear: cannot tell whether x's last dim ({a}) == in_features of "
-                         f"weight {format_shape(w.shape)} ({c})", op="linear", operands=ops,
-                         hint="bind the symbols to sizes or use the same name for both")
+        raise ShapeRuntimeError(f"linear: cannot tell whether x's last dim ({a}) == in_features of "
+                                f"weight {format_shape(w.shape)} ({c})", op="linear", operands=ops,
+                                hint="bind the symbols to sizes or use the same name for both")
     if dims_equal(a, w.shape[0]):
         hint = (f"the weight looks transposed: linear expects [out_features, in_features] = "
                 f"[?, {a}], got {format_shape(w.shape)}; pass weight.T (nn.Linear stores "
@@ -132,7 +132,7 @@ def _linear_error(x, w):
     else:
         hint = (f"x must end in in_features={c}: check the size the previous layer "
                 f"produces, or flatten x first (x.reshape(x.shape[0], -1))")
-    raise ShapeError(
+    raise ShapeRuntimeError(
         f"linear: x's last dim ({a}) != in_features of weight {format_shape(w.shape)} ({c})",
         op="linear", operands=ops, hint=hint)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import DTypeError, ShapeError
+from ...errors import DTypeError, ShapeRuntimeError
 from ...shape import broadcast_shapes, dims_equal, format_shape
 from ...tensor import Tensor, describe
 from ..base import Op, Saved, apply
@@ -49,8 +49,8 @@ def _check_pair(op: str, input: Tensor, target: Tensor) -> None:
             d = unit
             hint = (f"input {format_shape(si)} and target {format_shape(st)} differ by a unit "
                     f"dim: use target.squeeze({d}) or input.unsqueeze({d})")
-    raise ShapeError(f"{op}: input {format_shape(si)} and target {format_shape(st)} have "
-                     "different shapes", op=op, operands=ops, hint=hint)
+    raise ShapeRuntimeError(f"{op}: input {format_shape(si)} and target {format_shape(st)} have "
+                            "different shapes", op=op, operands=ops, hint=hint)
 
 
 def _unit_dim(longer, shorter):
@@ -97,9 +97,9 @@ class BCEWithLogits(Op):
             shape = broadcast_shapes(tuple(x.shape), tuple(e.shape), self.name,
                                      ("input", name))
             if tuple(shape) != tuple(x.shape):
-                raise ShapeError(f"{self.name}: {name} {format_shape(e.shape)} does not "
-                                 f"broadcast to input {format_shape(x.shape)}", op=self.name,
-                                 operands=[("input", describe(x)), (name, describe(e))])
+                raise ShapeRuntimeError(f"{self.name}: {name} {format_shape(e.shape)} does not "
+                                        f"broadcast to input {format_shape(x.shape)}", op=self.name,
+                                        operands=[("input", describe(x)), (name, describe(e))])
         return x.shape, x.dtype
 
     def saved(self, x, y, *extra, out):

@@ -8,7 +8,7 @@ import numpy as np
 
 from ... import dtypes as _dt
 from ...backend import kernels
-from ...errors import DTypeError, ShapeError
+from ...errors import DTypeError, ShapeRuntimeError
 from ...shape import dims_equal, format_shape
 from ...tensor import Tensor, describe
 from ..base import NORM_STATS, Op, Saved, apply
@@ -50,14 +50,14 @@ class _Norm(Op):
                 hint = (f"{op} normalizes the last dims: for a channels-first input "
                         f"{format_shape(x.shape)} move the channels last "
                         f"(x.movedim(1, -1)) or use a GroupNorm")
-            raise ShapeError(
+            raise ShapeRuntimeError(
                 f"{op}: normalized_shape {format_shape(ns)} does not match the last "
                 f"{k} dim{'s' if k > 1 else ''} of x {format_shape(x.shape)}", op=op,
                 operands=[("x", describe(x))], hint=hint)
         for name, t in zip(("weight", "bias") if self.has_w else ("bias",), wb):
             if tuple(t.shape) != tuple(ns) and not (
                     len(t.shape) == k and all(dims_equal(a, b) for a, b in zip(t.shape, ns))):
-                raise ShapeError(
+                raise ShapeRuntimeError(
                     f"{op}: {name} {format_shape(t.shape)} does not match normalized_shape "
                     f"{format_shape(ns)}", op=op,
                     operands=[("x", describe(x)), (name, describe(t))])

@@ -41,7 +41,9 @@ from .moments import (  # noqa: F401  (re-exported: importers use these)
     Std,
     Var,
     std,
+    std_mean,
     var,
+    var_mean,
 )
 from .norm import (  # noqa: F401  (re-exported: importers use these)
     VectorNorm,
@@ -60,4 +62,4 @@ from .sums import (  # noqa: F401  (re-exported: importers use these)
 
 METHODS = ("sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var",
            "std", "logsumexp", "cumsum", "all", "any", "norm")
-__all__ = list(METHODS)
+__all__ = [*METHODS, "std_mean", "var_mean"]

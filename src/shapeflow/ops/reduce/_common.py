@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import dtypes as _dt
-from ...errors import DTypeError, ShapeError
+from ...errors import DTypeError, ShapeError, ShapeRuntimeError
 from ...shape import format_shape, is_concrete, normalize_dims
 from ...tensor import Tensor, describe
 from ..base import Op
@@ -27,18 +27,18 @@ def reduce_dims(dim, x: Tensor, op: str, empty_is_all: bool = True) -> tuple[int
     try:
         dims = normalize_dims(dim, n, op)
     except ShapeError as e:
-        raise ShapeError(f"{e.message} (input shape {format_shape(x.shape)})", op=op,
-                         operands=[("input", describe(x))]) from None
+        raise type(e)(f"{e.message} (input shape {format_shape(x.shape)})", op=op,
+                      operands=[("input", describe(x))]) from None
     return dims if n else ()  # a 0-d tensor accepts dim 0 / -1 and has nothing to reduce
 
 
 def _one_dim(dim, x: Tensor, op: str) -> int:
     """A single dim for ops that take one (max(dim), argmax, cumsum)."""
     if not isinstance(dim, int) or isinstance(dim, bool):
-        raise ShapeError(f"{op}: dim must be an int, got {dim!r}", op=op,
-                         operands=[("input", describe(x))],
-                         hint="use amax/amin to reduce several dims" if op in ("max", "min")
-                         else None)
+        raise ShapeRuntimeError(f"{op}: dim must be an int, got {dim!r}", op=op,
+                                operands=[("input", describe(x))],
+                                hint="use amax/amin to reduce several dims" if op in ("max", "min")
+                                else None)
     dims = reduce_dims(dim, x, op)
     return dims[0] if dims else 0
 

@@ -7,7 +7,7 @@ from collections import namedtuple
 import numpy as np
 
 from ... import dtypes as _dt
-from ...errors import DTypeError, ShapeError
+from ...errors import DTypeError, ShapeRuntimeError
 from ...tensor import Tensor, describe
 from ..base import OUT, X0, Op, Saved, apply
 from ._common import Reduction, _int64, _one_dim, reduced_shape
@@ -22,7 +22,7 @@ def _check_nonempty(op: str, x: Tensor, dims, dim_given: bool) -> None:
     if not dim_given:
         n = x.shape.numel()
         if type(n) is int and n == 0:
-            raise ShapeError(
+            raise ShapeRuntimeError(
                 f"{op}(): Expected reduction dim to be specified for input.numel() == 0. "
                 f"Specify the reduction dim with the 'dim' argument.", op=op,
                 operands=[("input", describe(x))])
@@ -30,10 +30,10 @@ def _check_nonempty(op: str, x: Tensor, dims, dim_given: bool) -> None:
     for d in dims:
         s = x.shape[d]
         if type(s) is int and s == 0:
-            raise ShapeError(f"{op}(): Expected reduction dim {d} to have non-zero size.",
-                             op=op, operands=[("input", describe(x))],
-                             hint="an empty dim has no max or min; check the slicing that "
-                             "produced it")
+            raise ShapeRuntimeError(f"{op}(): Expected reduction dim {d} to have non-zero size.",
+                                    op=op, operands=[("input", describe(x))],
+                                    hint="an empty dim has no max or min; check the slicing that "
+                                    "produced it")
 
 
 class AMax(Reduction):

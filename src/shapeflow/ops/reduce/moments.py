@@ -103,3 +103,23 @@ def std(x: Tensor, dim=None, unbiased=None, keepdim: bool = False, *,
         correction=None) -> Tensor:
     dim, correction = _correction("std", dim, unbiased, correction)
     return apply(Std(dim, correction, keepdim), x)
+
+
+def var_mean(x: Tensor, dim=None, unbiased=None, keepdim: bool = False, *,
+             correction=None) -> tuple[Tensor, Tensor]:
+    """(var, mean) over the same dims, as torch.var_mean."""
+    d, _ = _correction("var_mean", dim, unbiased, correction)
+    out = var(x, dim, unbiased, keepdim, correction=correction)
+    from .sums import mean
+
+    return out, mean(x, d, keepdim)
+
+
+def std_mean(x: Tensor, dim=None, unbiased=None, keepdim: bool = False, *,
+             correction=None) -> tuple[Tensor, Tensor]:
+    """(std, mean) over the same dims, as torch.std_mean."""
+    d, _ = _correction("std_mean", dim, unbiased, correction)
+    out = std(x, dim, unbiased, keepdim, correction=correction)
+    from .sums import mean
+
+    return out, mean(x, d, keepdim)
