@@ -8,6 +8,8 @@ import numpy as np
 
 from ... import dtypes as _dt
 from ...dtypes import DType, promote_types, result_type
+from ...errors import DTypeError
+from ...tensor import describe
 from ..base import OUT, X0, Op
 
 
@@ -105,6 +107,15 @@ class RDivScalar(_FloatScalar):
 class PowScalar(ScalarOp):
     name = "pow"
     fn = _quiet(np.power)
+
+    def infer(self, x):
+        out = ScalarOp.infer(self, x)
+        if self.dt.category < 2 and type(self.c) is int and self.c < 0:  # NumPy's ValueError
+            raise DTypeError(
+                f"pow: an integer tensor to a negative integer power ({self.c}) is not "
+                f"allowed", op="pow", operands=[("input", describe(x))],
+                hint=f"use x.float() ** {self.c}, or a float exponent {float(self.c)}")
+        return out
 
     def saved(self, x, out):
         return (X0,)

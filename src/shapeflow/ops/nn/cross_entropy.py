@@ -185,6 +185,7 @@ class CrossEntropy(Op):
             x2 = x2.astype(cdt)
         R, C = x2.shape
         lse = _lse_rows(x2)
+        lse[lse == np.inf] = np.nan  # a +inf logit: PyTorch's log_softmax makes the row NaN
         eps = self.eps
         with np.errstate(divide="ignore", invalid="ignore"):
             if self.prob:
