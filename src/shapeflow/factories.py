@@ -114,6 +114,9 @@ def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False)
 
 
 def _like(t: Tensor, dtype, device):
+    if not isinstance(t, Tensor):
+        raise DTypeError(f"a *_like factory needs a Tensor, got {type(t).__name__} {t!r}",
+                         hint="for a shape use sf.zeros(shape)")
     return t.shape, t.dtype if dtype is None else dtype, t.device if device is None else device
 
 
@@ -206,6 +209,13 @@ def arange(start, end=None, step=1, dtype=None, device=None,
         return _symbolic_arange(start, end, step, dtype, device, requires_grad)
     if dtype is None:
         dtype = _dt.result_type(start, end, step)
+    if not all(math.isfinite(v) for v in (start, end, step)):
+        raise ShapeError(f"arange: start, end and step must be finite, got ({start}, {end}, "
+                         f"{step})", op="arange")
+    if (end - start) * step < 0:
+        raise ShapeError(f"arange: upper bound and lower bound inconsistent with step sign: "
+                         f"from {start} to {end} by {step}", op="arange",
+                         hint="a negative step counts down: arange(10, 0, -1)")
     n = max(0, math.ceil((end - start) / step))
     dt = _dt.get_dtype(dtype)
     return _make(((n,),), dt, device, requires_grad,

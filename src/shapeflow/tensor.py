@@ -166,7 +166,7 @@ class Tensor:
 
     def __len__(self) -> int:
         if not self.shape:
-            raise TypeError("len() of a 0-d tensor")
+            raise DTypeError("len() of a 0-d tensor")
         return self.shape[0]
 
     def __bool__(self) -> bool:
@@ -195,7 +195,7 @@ class Tensor:
 
     def __iter__(self):
         if not self.shape:
-            raise TypeError("iteration over a 0-d tensor")
+            raise DTypeError("iteration over a 0-d tensor")
         return (self[i] for i in range(self.shape[0]))
 
     # ---- autograd fields -----------------------------------------------------------------

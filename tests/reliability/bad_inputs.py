@@ -392,18 +392,18 @@ def _file(name: str, content: bytes) -> str:
     return path
 
 
-_EMPTY = _file("empty.pt", b"")
-_GARBAGE = _file("garbage.pt", b"\x00\x01 not a checkpoint " * 8)
-_MISSING = os.path.join(_TMP, "missing.pt")
-_NO_DIR = os.path.join(_TMP, "no", "such", "dir", "x.pt")
+_FILES = {"EMPTY": _file("empty.pt", b""),
+          "GARBAGE": _file("garbage.pt", b"\x00\x01 not a checkpoint " * 8),
+          "MISSING": os.path.join(_TMP, "missing.pt"),
+          "NO_DIR": os.path.join(_TMP, "no", "such", "dir", "x.pt"), "TMP": _TMP}
 
-IO = [
-    f"m.load({_MISSING!r})",
-    f"m.load({_EMPTY!r})",
-    f"m.load({_GARBAGE!r})",
-    f"m.load({_TMP!r})",
-    f"m.save({{'w': m.ones(2)}}, {_NO_DIR!r})",
-    f"m.save({{'w': m.ones(2)}}, {_TMP!r})",
+IO = [  # the paths are names in the namespace, so test ids do not change between runs
+    "m.load(MISSING)",
+    "m.load(EMPTY)",
+    "m.load(GARBAGE)",
+    "m.load(TMP)",
+    "m.save({'w': m.ones(2)}, NO_DIR)",
+    "m.save({'w': m.ones(2)}, TMP)",
 ]
 
 GROUPS = {
@@ -421,11 +421,10 @@ def namespace(lib) -> dict:
     """The names a case's code sees, bound to torch or shapeflow."""
     if lib.__name__ == "torch":
         import torch.utils.data as data
-        return {"m": lib, "F": lib.nn.functional, "nn": lib.nn, "optim": lib.optim,
-                "data": data, "np": np}
-    import shapeflow.data as data
+    else:
+        import shapeflow.data as data
     return {"m": lib, "F": lib.nn.functional, "nn": lib.nn, "optim": lib.optim,
-            "data": data, "np": np}
+            "data": data, "np": np, **_FILES}
 
 
 def run(lib, code: str):

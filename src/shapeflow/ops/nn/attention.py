@@ -208,10 +208,10 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
         raise NotImplementedError("scaled_dot_product_attention: enable_gqa is not supported; "
                                   "repeat k and v over the head dim instead")
     if is_causal and attn_mask is not None:
-        raise ValueError("scaled_dot_product_attention: pass either attn_mask or "
+        raise ShapeError("scaled_dot_product_attention: pass either attn_mask or "
                          "is_causal=True, not both")
     if not 0.0 <= dropout_p <= 1.0:
-        raise ValueError(f"scaled_dot_product_attention: dropout_p must be in [0, 1], got "
+        raise ShapeError(f"scaled_dot_product_attention: dropout_p must be in [0, 1], got "
                          f"{dropout_p}")
     op = Attention(scale, is_causal, float(dropout_p), None if attn_mask is None else
                    ("bool" if attn_mask.dtype is _dt.bool_ else "float"), generator)

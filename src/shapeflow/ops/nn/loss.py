@@ -14,7 +14,7 @@ _REDUCTIONS = ("none", "mean", "sum")
 
 def _check_reduction(op: str, reduction: str) -> None:
     if reduction not in _REDUCTIONS:
-        raise ValueError(f"{op}: reduction must be 'none', 'mean' or 'sum', got {reduction!r}")
+        raise ShapeError(f"{op}: reduction must be 'none', 'mean' or 'sum', got {reduction!r}")
 
 
 def _reduce(loss: Tensor, reduction: str) -> Tensor:
