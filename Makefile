@@ -5,6 +5,8 @@ BIN := $(VENV)/bin
 STAMP_RUN := $(VENV)/.stamp-run
 STAMP_TEST := $(VENV)/.stamp-test
 STAMP_BENCH := $(VENV)/.stamp-bench
+# an edited C source reinstalls the package, which rebuilds its compiled parts (setup.py)
+NATIVE := setup.py src/shapeflow/backend/kernels.c src/shapeflow/backend/alloc.c
 
 .PHONY: demo test bench lint clean
 
@@ -12,11 +14,11 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
-$(STAMP_RUN): pyproject.toml | $(BIN)/python
+$(STAMP_RUN): pyproject.toml $(NATIVE) | $(BIN)/python
 	$(BIN)/pip install --quiet -e .
 	touch $@
 
-$(STAMP_TEST): pyproject.toml | $(BIN)/python
+$(STAMP_TEST): pyproject.toml $(NATIVE) | $(BIN)/python
 	@command -v dot >/dev/null 2>&1 || (command -v apt-get >/dev/null 2>&1 && \
 		(apt-get update -qq && apt-get install -y -qq graphviz >/dev/null) || \
 		echo "graphviz not installed: rendering tests will be skipped")

@@ -4,7 +4,9 @@
 a CPython extension that gives NumPy a cache of large buffers.
 """
 
+import hashlib
 import platform
+from pathlib import Path
 
 import numpy
 from setuptools import Extension, setup
@@ -12,8 +14,13 @@ from setuptools import Extension, setup
 _NATIVE = {"x86_64": ["-march=native"], "AMD64": ["-march=native"],
            "aarch64": ["-mcpu=native"], "arm64": ["-mcpu=native"]}.get(platform.machine(), [])
 
+_KERNELS = "src/shapeflow/backend/kernels.c"
+# the library records the source it was built from: backend/kernels.py refuses a stale one
+_SOURCE = hashlib.sha256((Path(__file__).parent / _KERNELS).read_bytes()).hexdigest()
+
 setup(ext_modules=[
-    Extension("shapeflow.backend._kernels", ["src/shapeflow/backend/kernels.c"],
+    Extension("shapeflow.backend._kernels", [_KERNELS],
+              define_macros=[("SHAPEFLOW_KERNELS_SOURCE", f'"{_SOURCE}"')],
               # no traps, no errno: gcc may vectorize the selects and sqrt; no fast-math, so NaN and
               # rounding stay IEEE (-ffp-contract=off: no fused multiply-add either)
               extra_compile_args=["-O3", "-fno-trapping-math", "-fno-math-errno",

@@ -8,7 +8,7 @@ import numpy as np
 
 from . import dtypes as _dt
 from .device import get_default_device, get_device, meta
-from .errors import DTypeError, ShapeRuntimeError
+from .errors import DeviceError, DTypeError, ShapeRuntimeError
 from .random import Generator, get_rng
 from .tensor import Tensor, from_numpy, tensor  # noqa: F401  (re-exported)
 
@@ -60,10 +60,39 @@ def _make(size, dtype, device, requires_grad, fill):
                 f"a cpu tensor needs concrete sizes, got {list(shape)}",
                 hint=f"bind {sym} to a number, or use device='meta' to trace with symbols",
             )
-        out = Tensor._make(fill(shape, dt.np), shape, dt, dev)
+        try:
+            data = fill(shape, dt.np)
+        except (MemoryError, ValueError) as e:  # ValueError: NumPy's "array is too big"
+            if isinstance(e, ValueError) and "too big" not in str(e):
+                raise
+            raise allocation_error(fill.__qualname__.split(".")[0], shape, dt, dev) from None
+        out = Tensor._make(data, shape, dt, dev)
     if requires_grad:
         out.requires_grad_(True)
     return out
+
+
+def _bytes(n: int) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.3g} {unit}" if unit != "bytes" else f"{n} bytes"
+        n /= 1024
+    return f"{n} bytes"
+
+
+def allocation_error(op: str, shape, dtype, device, what: str = "the output") -> DeviceError:
+    """The error for memory that cannot be had: which tensor, how many bytes, and the way out."""
+    from .shape import format_shape
+
+    n = 1
+    for s in shape:
+        n *= int(s)
+    nbytes = n * dtype.itemsize
+    return DeviceError(
+        f"{op}: cannot allocate {what}, {format_shape(shape)} {dtype} on {device}: "
+        f"{_bytes(nbytes)} ({nbytes:,} bytes) do not fit in memory", op=op,
+        hint="to work with its shape alone (planning, memory estimates), create it on the "
+             "meta device: device='meta' allocates nothing")
 
 
 def zeros(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
@@ -85,6 +114,9 @@ def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False)
 
 
 def _like(t: Tensor, dtype, device):
+    if not isinstance(t, Tensor):
+        raise DTypeError(f"a *_like factory needs a Tensor, got {type(t).__name__} {t!r}",
+                         hint="for a shape use sf.zeros(shape)")
     return t.shape, t.dtype if dtype is None else dtype, t.device if device is None else device
 
 

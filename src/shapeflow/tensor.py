@@ -12,7 +12,7 @@ import numpy as np
 from . import dtypes as _dt
 from .device import Device, cpu, get_default_device, get_device, meta
 from .dtypes import DType
-from .errors import DeviceError, DTypeError, GraphError, ShapeflowError
+from .errors import DeviceError, DTypeError, GraphError, ShapeError, ShapeflowError
 from .shape import Shape, format_shape, known_shape
 from .shape import _known as _known_shapes
 
@@ -23,14 +23,14 @@ class Tensor:
     """An n-dimensional array with a dtype, a device and (optionally) a gradient."""
 
     __slots__ = (
-        "data", "shape", "dtype", "device", "requires_grad", "grad", "grad_fn",
+        "data", "shape", "dtype", "device", "requires_grad", "_grad", "grad_fn",
         "_version", "_base", "_hooks", "_origin", "__weakref__",
     )
     __array_priority__ = 1000  # so `ndarray + Tensor` defers to Tensor.__radd__
 
     def __init__(self, data, dtype=None, device=None, requires_grad: bool = False) -> None:
         t = tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
-        for name in ("data", "shape", "dtype", "device", "requires_grad", "grad", "grad_fn",
+        for name in ("data", "shape", "dtype", "device", "requires_grad", "_grad", "grad_fn",
                      "_version", "_base", "_hooks", "_origin"):
             setattr(self, name, getattr(t, name))
 
@@ -48,13 +48,30 @@ class Tensor:
         t.dtype = dtype
         t.device = device
         t.requires_grad = False
-        t.grad = None
+        t._grad = None
         t.grad_fn = None
         t._version = [0, None]
         t._base = None
         t._hooks = None
         t._origin = None
         return t
+
+    # ---- the gradient: checked on assignment, as PyTorch does ------------------------
+    @property
+    def grad(self) -> Tensor | None:
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Tensor | None) -> None:
+        if value is not None and not (type(value) is Tensor and value.shape == self.shape
+                                      and value.dtype is self.dtype
+                                      and value.device is self.device):
+            _check_grad(self, value)
+        self._grad = value
+
+    @grad.deleter
+    def grad(self) -> None:
+        self._grad = None
 
     # ---- basic properties -------------------------------------------------------------
     @property
@@ -149,7 +166,7 @@ class Tensor:
 
     def __len__(self) -> int:
         if not self.shape:
-            raise TypeError("len() of a 0-d tensor")
+            raise DTypeError("len() of a 0-d tensor")
         return self.shape[0]
 
     def __bool__(self) -> bool:
@@ -178,7 +195,7 @@ class Tensor:
 
     def __iter__(self):
         if not self.shape:
-            raise TypeError("iteration over a 0-d tensor")
+            raise DTypeError("iteration over a 0-d tensor")
         return (self[i] for i in range(self.shape[0]))
 
     # ---- autograd fields -----------------------------------------------------------------
@@ -352,8 +369,24 @@ def describe(t) -> str:
 
 
 def _infer_dtype(data) -> DType:
-    """PyTorch's dtype for Python data: bool, int64, or float32."""
-    arr = np.asarray(data)
+    """PyTorch's dtype for Python data: bool, int64, or float32; NumPy scalars keep theirs."""
+    if isinstance(data, np.generic):
+        return _dt.from_numpy_dtype(data.dtype)
+    try:
+        arr = np.asarray(data)
+    except ValueError:
+        raise _ragged_error(data) from None
+    if isinstance(data, (list, tuple)) and arr.dtype.kind in "biuf":
+        found: set = set()
+        _leaf_kinds(data, found)
+        if any(not isinstance(k, str) for k in found):  # NumPy values among the leaves
+            out = None
+            for k in found:
+                dt = (_dt.from_numpy_dtype(k) if not isinstance(k, str) else
+                      _dt.bool_ if k == "b" else _dt.default_int if k == "i" else
+                      _dt.default_float)
+                out = dt if out is None else _dt.promote_types(out, dt)
+            return out
     if arr.dtype == np.bool_:
         return _dt.bool_
     if arr.dtype.kind in "iu":
@@ -361,6 +394,75 @@ def _infer_dtype(data) -> DType:
     if arr.dtype.kind == "f":
         return _dt.default_float
     raise DTypeError(f"cannot make a tensor from data of NumPy kind {arr.dtype}")
+
+
+def _check_grad(t: Tensor, g) -> None:
+    """Raise as PyTorch does when `t.grad = g` does not fit t: kind, device, dtype, shape."""
+    op, ops = "grad assignment", [("tensor", describe(t))]
+    if not isinstance(g, Tensor):
+        raise DTypeError(f"{op}: expected a Tensor or None, got {type(g).__name__}", op=op,
+                         operands=ops)
+    ops.append(("grad", describe(g)))
+    if g.device is not t.device:
+        raise DeviceError(f"{op}: a gradient on {g.device} for a tensor on {t.device}", op=op,
+                          operands=ops, hint="move it first: g.to(t.device)")
+    if g.dtype is not t.dtype:
+        raise DTypeError(f"{op}: a {g.dtype} gradient for a {t.dtype} tensor", op=op,
+                         operands=ops, hint="cast it first: g.to(t.dtype)")
+    if g.shape != t.shape:
+        raise ShapeError(
+            f"{op}: a gradient of shape {format_shape(g.shape)} for a tensor of shape "
+            f"{format_shape(t.shape)}: the gradient and the tensor must be the same size",
+            op=op, operands=ops,
+            hint="a broadcastable gradient would train wrongly: give one of the tensor's shape")
+
+
+def _leaf_kinds(data, found: set) -> None:
+    """The kinds of data's leaves: NumPy dtypes, or 'b' / 'i' / 'f' for Python numbers.
+
+    Walks the types of each list at C speed (set(map(type))), not its elements one by one."""
+    for t in set(map(type, data)):
+        if t is list or t is tuple:
+            for x in data:
+                if type(x) is t:
+                    _leaf_kinds(x, found)
+        elif t is np.ndarray:
+            found.update(x.dtype for x in data if type(x) is np.ndarray)
+        elif issubclass(t, np.generic):
+            found.add(np.dtype(t))
+        else:
+            found.add("b" if t is bool else "i" if issubclass(t, int) else "f")
+
+
+def _ragged_error(data) -> ShapeError:
+    """Where a nested list stops being rectangular: its first entry of another length."""
+    shape, first = [], data
+    while isinstance(first, (list, tuple)):
+        shape.append(len(first))
+        if not first:
+            break
+        first = first[0]
+
+    def desc(n):
+        return "a number" if n is None else f"a list of {n}"
+
+    def find(x, depth, path):
+        n = len(x) if isinstance(x, (list, tuple)) else None
+        want = shape[depth] if depth < len(shape) else None
+        if n != want:
+            return path, n, want
+        for i, y in enumerate(x if n else ()):
+            bad = find(y, depth + 1, f"{path}[{i}]")
+            if bad:
+                return bad
+        return None
+
+    bad = find(data, 0, "")
+    where = (f": data{bad[0]} is {desc(bad[1])}, but data{'[0]' * bad[0].count('[')} is "
+             f"{desc(bad[2])}" if bad else "")
+    return ShapeError(f"tensor: nested lists must be rectangular{where}", op="tensor",
+                      operands=[("expected", f"{shape} (from the first entries)")],
+                      hint="pad the rows to one length, or keep them as separate tensors")
 
 
 def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor:

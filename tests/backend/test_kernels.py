@@ -181,7 +181,7 @@ def test_attention_softmax_matches_numpy_path(causal, L, S, spread, rng):
 
 
 def test_softmax_kernel_edge_rows():
-    """NaN spreads over its row; +inf gives NumPy's NaN/0; the exp stays within 2 ulp."""
+    """NaN spreads over its row, so does +inf (as PyTorch); the exp stays within 2 ulp."""
     x = np.array([[0.0, -1.0, -30.0, -87.0, -88.0, -200.0],
                   [1.0, np.nan, 0.0, 0.0, 0.0, 0.0],
                   [np.inf, 1.0, 0.0, 0.0, 0.0, 0.0],
@@ -193,7 +193,7 @@ def test_softmax_kernel_edge_rows():
     np.testing.assert_allclose(out[0][:4], ref0[:4], rtol=3e-7)
     assert (out[0][4:] <= 1e-38).all()  # below float32's normal range: flushed or tiny
     assert np.isnan(out[1]).all()
-    np.testing.assert_array_equal(out[2], [np.nan, 0, 0, 0, 0, 0])
+    assert np.isnan(out[2]).all()
     np.testing.assert_allclose(out[3], np.full(6, 1 / 6), rtol=1e-7)
 
 

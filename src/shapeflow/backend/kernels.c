@@ -45,6 +45,13 @@ const char shapeflow_isa[] = ""
 #endif
     ;
 
+/* The SHA-256 of the kernels.c this library was built from (setup.py defines it):
+ * kernels.py refuses a library built from another version of this file. */
+#ifndef SHAPEFLOW_KERNELS_SOURCE
+#define SHAPEFLOW_KERNELS_SOURCE "unknown"
+#endif
+const char shapeflow_source[] = SHAPEFLOW_KERNELS_SOURCE;
+
 /* ---- table interpolation: out = table(x) (* times) -----------------------------------
  * values/slopes hold entries k = 0 .. 2*offset-1 for x = (k - offset) / steps; the steps
  * mirror gelu_kernels._interp_block: v = clip(x * steps), f = floor(v), k = f + offset,
@@ -225,7 +232,7 @@ static inline float exp_nonpositive(float x) {
 /* In place over rows of n: x = softmax(x * scale), with positions j > (r % period) + shift
  * masked out when period > 0 (causal attention over [.., L, S] scores: period L, shift
  * S - L... or 0 for PyTorch's top-left alignment). A row whose every entry is -inf becomes 0
- * when zero_empty, NaN otherwise; a NaN anywhere in a row makes the row NaN. */
+ * when zero_empty, NaN otherwise; a NaN or +inf anywhere in a row makes the row NaN. */
 void softmax_rows_f32(float *restrict x, ptrdiff_t rows, ptrdiff_t n, float scale,
                       ptrdiff_t period, int zero_empty) {
     ptrdiff_t query = 0; /* r % period, counted rather than divided */
@@ -245,12 +252,11 @@ void softmax_rows_f32(float *restrict x, ptrdiff_t rows, ptrdiff_t n, float scal
             m = v > m ? v : m;
         }
         float s = 0.0f;
-        if (m == INFINITY) { /* as NumPy's path (shift 0): inf / inf = NaN, finite / inf = 0 */
-            for (ptrdiff_t j = 0; j < end; j++) {
-                row[j] = j < keep ? expf(row[j] * scale) : 0.0f;
-                s += row[j];
-            }
-        } else {
+        if (m == INFINITY) { /* as PyTorch: x - max is NaN at a +inf entry: the row is NaN */
+            for (ptrdiff_t j = 0; j < n; j++) row[j] = j < keep ? NAN : 0.0f;
+            continue;
+        }
+        {
             if (m == -INFINITY) m = 0.0f; /* every entry -inf (or NaN): exp gives 0 */
 #pragma omp simd reduction(+ : s)
             for (ptrdiff_t j = 0; j < end; j++) {
@@ -307,9 +313,13 @@ ptrdiff_t cross_entropy_f32(const float *restrict x, const int64_t *restrict t,
         if (!(m > -INFINITY && m < INFINITY)) return r;
         float s = 0.0f;
 #pragma omp simd reduction(+ : s)
-        for (ptrdiff_t j = 0; j < n; j++) s += exp_nonpositive(row[j] - m);
+        for (ptrdiff_t j = 0; j < n; j++) {
+            float d = row[j] - m; /* NaN where row[j] is: the max skips it, the sum must not */
+            float e = exp_nonpositive(d);
+            s += d == d ? e : d;
+        }
         float l = m + logf(s);
-        if (l != l) return r; /* a NaN the max skipped */
+        if (l != l) return r; /* a NaN logit: NumPy's path gives the NaN loss */
         lse[r] = l;
         if (target != ignore) {
             total += (double)(l - row[target]);

@@ -1,8 +1,10 @@
 """Fused float32 kernels from backend/kernels.c, called through ctypes; None means "use NumPy".
 
-The library is built with the package for the CPU that compiles it (setup.py). It is used
-only when it loaded, this CPU has every instruction set it was built for, and
-SHAPEFLOW_KERNELS is not "0". Each wrapper takes C-contiguous float32 arrays and returns
+The library is built with the package for the CPU that compiles it (setup.py: `pip install
+-e .`, or `python setup.py build_ext --inplace` after editing kernels.c). It is used only when
+it loaded, this CPU has every instruction set it was built for, it was built from the
+kernels.c beside this file (where that file is present: a stale build is refused, not run),
+and SHAPEFLOW_KERNELS is not "0". Each wrapper takes C-contiguous float32 arrays and returns
 None for anything else, so every caller keeps its NumPy path.
 """
 
@@ -28,7 +30,19 @@ _SIGNATURES = {
     "cross_entropy_backward_f32": [_P, _P, _P, _P, _N, _N, ctypes.c_int64, _F],
 }
 _RESTYPES = {"cross_entropy_f32": _N, "cross_entropy_backward_f32": _N}
-_state: dict = {"lib": None, "loaded": False, "enabled": True}
+_state: dict = {"lib": None, "loaded": False, "enabled": True, "refused": None}
+_SOURCE_FILE = os.path.join(os.path.dirname(__file__), "kernels.c")
+
+
+def source_digest() -> str | None:
+    """SHA-256 of the kernels.c beside this file, or None where it was not installed."""
+    import hashlib  # here: ~2.5 ms of OpenSSL that `import shapeflow` need not pay
+
+    try:
+        with open(_SOURCE_FILE, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return None
 
 
 def address(a: np.ndarray) -> int:
@@ -69,11 +83,19 @@ def _load():
     try:
         # read as data (no code of the library runs): what the compiler was allowed to use
         isa = ctypes.string_at(ctypes.addressof(ctypes.c_char.in_dll(lib, "shapeflow_isa")))
+        built = ctypes.string_at(ctypes.addressof(ctypes.c_char.in_dll(lib, "shapeflow_source")))
         fns = [(getattr(lib, name), args, name) for name, args in _SIGNATURES.items()]
     except (ValueError, AttributeError):  # a library from an older kernels.c: rebuild it
+        _state["refused"] = "built from an older kernels.c"
+        return None
+    digest = source_digest()
+    if digest is not None and built.decode() != digest:  # same names, other semantics
+        _state["refused"] = ("built from another kernels.c: rebuild it "
+                             "(python setup.py build_ext --inplace)")
         return None
     flags = _cpu_flags()
     if flags is not None and not set(isa.decode().split()) <= flags:
+        _state["refused"] = "built for instructions this CPU lacks"
         return None
     for fn, args, name in fns:
         fn.argtypes, fn.restype = args, _RESTYPES.get(name)

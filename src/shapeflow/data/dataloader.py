@@ -15,7 +15,7 @@ import numpy as np
 
 from ..device import cpu
 from ..dtypes import from_numpy_dtype
-from ..errors import ShapeError
+from ..errors import DTypeError, ShapeError
 from ..random import Generator, get_rng
 from ..tensor import Tensor, describe
 from .dataset import batch_fetcher
@@ -83,7 +83,7 @@ class RandomSampler(Sampler):
         self.seed = seed
         self.epoch = 0
         if num_samples is not None and (not isinstance(num_samples, int) or num_samples <= 0):
-            raise ValueError(f"num_samples must be a positive int, got {num_samples!r}")
+            raise ShapeError(f"num_samples must be a positive int, got {num_samples!r}")
 
     @property
     def num_samples(self) -> int:
@@ -147,7 +147,7 @@ class BatchSampler(Sampler):
 
     def __init__(self, sampler, batch_size: int, drop_last: bool) -> None:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
-            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+            raise ShapeError(f"batch_size must be a positive int, got {batch_size!r}")
         self.sampler = sampler
         self.batch_size = batch_size
         self.drop_last = drop_last
@@ -206,18 +206,18 @@ class DataLoader:
                  generator: Generator | None = None, seed: int | None = None,
                  num_workers: int = 0, pin_memory: bool = False) -> None:
         if seed is not None and generator is not None:
-            raise ValueError("DataLoader: pass a seed or a generator, not both")
+            raise ShapeError("DataLoader: pass a seed or a generator, not both")
         if sampler is not None and shuffle:
-            raise ValueError("DataLoader: sampler option is mutually exclusive with shuffle")
+            raise ShapeError("DataLoader: sampler option is mutually exclusive with shuffle")
         if batch_sampler is not None:
             if batch_size != 1 or shuffle or sampler is not None or drop_last:
-                raise ValueError(
+                raise ShapeError(
                     "DataLoader: batch_sampler option is mutually exclusive with batch_size, "
                     "shuffle, sampler and drop_last"
                 )
             batch_size = None
         elif batch_size is None and drop_last:
-            raise ValueError("DataLoader: batch_size=None option disables auto-batching and is "
+            raise ShapeError("DataLoader: batch_size=None option disables auto-batching and is "
                              "mutually exclusive with drop_last")
         if sampler is None:
             sampler = (RandomSampler(dataset, generator=generator, seed=seed) if shuffle
@@ -232,6 +232,10 @@ class DataLoader:
         self.collate_fn = collate_fn
         self.generator = generator
         self.seed = seed
+        if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
+            raise ShapeError("DataLoader: num_workers option should be non-negative; use "
+                             f"num_workers=0 to disable multiprocessing, got {num_workers!r}",
+                             op="DataLoader")
         self.num_workers = num_workers
         self.pin_memory = pin_memory
 
@@ -300,7 +304,7 @@ def default_collate(batch):
         return _stack([t._need_data("default_collate") for t in batch], batch)
     if isinstance(elem, np.ndarray):
         if elem.dtype.kind in "SaUO":
-            raise TypeError(f"default_collate: cannot batch NumPy arrays of dtype {elem.dtype}")
+            raise DTypeError(f"default_collate: cannot batch NumPy arrays of dtype {elem.dtype}")
         return _stack([np.asarray(a) for a in batch], batch)
     if isinstance(elem, np.generic) and elem.dtype.kind in "biuf":
         return _wrap(np.array(batch))
@@ -332,7 +336,7 @@ def default_collate(batch):
             return type(elem)(columns)
         except TypeError:
             return columns
-    raise TypeError(
+    raise DTypeError(
         "default_collate: a batch must contain tensors, NumPy arrays, numbers, strings, dicts "
         f"or lists; found {type(elem).__name__}"
     )

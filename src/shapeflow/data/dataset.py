@@ -113,7 +113,7 @@ class ConcatDataset(Dataset):
             # flatten `a + b + c` into one level
             self.datasets.extend(d.datasets if isinstance(d, ConcatDataset) else [d])
         if not self.datasets:
-            raise ValueError("ConcatDataset needs at least one dataset")
+            raise ShapeError("ConcatDataset needs at least one dataset")
         self.cumulative_sizes = list(np.cumsum([len(d) for d in self.datasets]).tolist())
 
     def __len__(self) -> int:
@@ -137,7 +137,7 @@ def _split_lengths(n: int, lengths) -> list[int]:
     lengths = list(lengths)
     if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
         if any(f < 0 or f > 1 for f in lengths):
-            raise ValueError(f"random_split: fractions must lie in [0, 1], got {lengths}")
+            raise ShapeError(f"random_split: fractions must lie in [0, 1], got {lengths}")
         sizes = [int(math.floor(n * f)) for f in lengths]
         for i in range(n - sum(sizes)):
             sizes[i % len(sizes)] += 1
@@ -146,15 +146,15 @@ def _split_lengths(n: int, lengths) -> list[int]:
                 warnings.warn(f"random_split: length of split at index {i} is 0", stacklevel=3)
         return sizes
     if any(isinstance(s, float) and not float(s).is_integer() for s in lengths):
-        raise ValueError(
+        raise ShapeError(
             f"random_split: lengths must be ints summing to {n} or fractions summing to 1, "
             f"got {lengths}"
         )
     sizes = [int(s) for s in lengths]
     if any(s < 0 for s in sizes):
-        raise ValueError(f"random_split: lengths must be non-negative, got {sizes}")
+        raise ShapeError(f"random_split: lengths must be non-negative, got {sizes}")
     if sum(sizes) != n:
-        raise ValueError(
+        raise ShapeError(
             f"random_split: the lengths sum to {sum(sizes)} but the dataset has {n} samples"
         )
     return sizes

@@ -47,7 +47,7 @@ def digits(split: str = "train", normalize: bool = True) -> TensorDataset:
     elif split == "all":
         keep = np.ones_like(test)
     else:
-        raise ValueError(f"digits: split must be 'train', 'test' or 'all', got {split!r}")
+        raise ShapeError(f"digits: split must be 'train', 'test' or 'all', got {split!r}")
     x = images[keep].astype(np.float32)[:, None, :, :]
     if normalize:
         x /= np.float32(16.0)
@@ -64,7 +64,7 @@ def text_corpus(name: str = "shakespeare") -> str:
     texts, public domain), 517,571 ASCII characters, 76 distinct.
     """
     if name not in CORPORA:
-        raise ValueError(f"text_corpus: unknown corpus {name!r}; bundled: {', '.join(CORPORA)}")
+        raise ShapeError(f"text_corpus: unknown corpus {name!r}; bundled: {', '.join(CORPORA)}")
     with gzip.open(FILES / CORPORA[name], "rb") as f:
         return f.read().decode("utf-8")
 
@@ -82,11 +82,11 @@ class CharDataset(Dataset):
     def __init__(self, text: str, block_size: int, split: str | None = None, vocab=None,
                  val_fraction: float = 0.1) -> None:
         if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
-            raise ValueError(f"CharDataset: block_size must be a positive int, got {block_size!r}")
+            raise ShapeError(f"CharDataset: block_size must be a positive int, got {block_size!r}")
         if split not in (None, "train", "val"):
-            raise ValueError(f"CharDataset: split must be None, 'train' or 'val', got {split!r}")
+            raise ShapeError(f"CharDataset: split must be None, 'train' or 'val', got {split!r}")
         if not 0 <= val_fraction < 1:
-            raise ValueError(f"CharDataset: val_fraction must lie in [0, 1), got {val_fraction}")
+            raise ShapeError(f"CharDataset: val_fraction must lie in [0, 1), got {val_fraction}")
         self.vocab = sorted(set(text)) if vocab is None else list(vocab)
         self.stoi = {ch: i for i, ch in enumerate(self.vocab)}
         self.itos = dict(enumerate(self.vocab))
@@ -114,7 +114,7 @@ class CharDataset(Dataset):
         try:
             return [self.stoi[ch] for ch in text]
         except KeyError as e:
-            raise ValueError(f"CharDataset.encode: character {e.args[0]!r} is not in the "
+            raise ShapeError(f"CharDataset.encode: character {e.args[0]!r} is not in the "
                              "vocabulary") from None
 
     def decode(self, ids) -> str:
@@ -152,5 +152,5 @@ def char_lm(block_size: int, split: str = "train", corpus: str = "shakespeare") 
     Both splits share the vocabulary of the whole text, so ids mean the same in each.
     """
     if split not in ("train", "val"):
-        raise ValueError(f"char_lm: split must be 'train' or 'val', got {split!r}")
+        raise ShapeError(f"char_lm: split must be 'train' or 'val', got {split!r}")
     return CharDataset(text_corpus(corpus), block_size, split=split)

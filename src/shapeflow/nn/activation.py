@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 
+from ..errors import ShapeError
 from . import functional as F
 from .module import Module
 
@@ -28,7 +29,7 @@ class GELU(Module):
     def __init__(self, approximate: str = "none") -> None:
         super().__init__()
         if approximate not in ("none", "tanh"):
-            raise ValueError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
+            raise ShapeError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
         self.approximate = approximate
 
     def forward(self, input):

@@ -112,7 +112,7 @@ class MultiheadAttention(Module):
                  batch_first: bool = False, device=None, dtype=None) -> None:
         super().__init__()
         if embed_dim <= 0 or num_heads <= 0:
-            raise ValueError(f"embed_dim and num_heads must be greater than 0, got "
+            raise ShapeError(f"embed_dim and num_heads must be greater than 0, got "
                              f"embed_dim={embed_dim} and num_heads={num_heads} instead")
         if add_bias_kv or add_zero_attn:
             raise NotImplementedError("MultiheadAttention: add_bias_kv and add_zero_attn are not "
@@ -126,7 +126,7 @@ class MultiheadAttention(Module):
         self.batch_first = batch_first
         self.head_dim = embed_dim // num_heads
         if self.head_dim * num_heads != embed_dim:
-            raise ValueError("embed_dim must be divisible by num_heads")
+            raise ShapeError("embed_dim must be divisible by num_heads")
         kw = {"device": device, "dtype": dtype}
         if not self._qkv_same_embed_dim:
             self.q_proj_weight = Parameter(empty((embed_dim, embed_dim), **kw))
@@ -198,7 +198,7 @@ class MultiheadAttention(Module):
 
         key_padding_mask = _float_mask(key_padding_mask, query.dtype, "key_padding_mask")
         if is_causal and attn_mask is None:
-            raise ValueError("MultiheadAttention: is_causal is a hint and needs attn_mask too "
+            raise ShapeError("MultiheadAttention: is_causal is a hint and needs attn_mask too "
                              "(pass the causal mask as attn_mask)")
         if is_causal and key_padding_mask is None and not need_weights:
             attn_mask = None  # scaled_dot_product_attention builds the causal mask itself

@@ -6,6 +6,7 @@ import operator
 from collections import OrderedDict
 from collections.abc import Mapping
 
+from ..errors import DTypeError, ShapeError
 from .module import Module, _addindent
 
 
@@ -59,7 +60,7 @@ class Sequential(Module):
 
     def __add__(self, other: Sequential) -> Sequential:
         if not isinstance(other, Sequential):
-            raise ValueError("add operator supports only objects of Sequential class, but "
+            raise ShapeError("add operator supports only objects of Sequential class, but "
                              f"{type(other).__name__} is given.")
         out = Sequential()
         for m in list(self) + list(other):
@@ -151,7 +152,7 @@ class ModuleList(Module):
 
     def extend(self, modules) -> ModuleList:
         if isinstance(modules, Module) and not isinstance(modules, (ModuleList, Sequential)):
-            raise TypeError("ModuleList.extend should be called with an iterable, but got "
+            raise DTypeError("ModuleList.extend should be called with an iterable, but got "
                             + type(modules).__name__)
         offset = len(self)
         for i, module in enumerate(modules):
@@ -232,6 +233,6 @@ class ModuleDict(Module):
         else:
             for j, m in enumerate(modules):
                 if len(m) != 2:
-                    raise ValueError(f"ModuleDict update sequence element #{j} has length "
+                    raise ShapeError(f"ModuleDict update sequence element #{j} has length "
                                      f"{len(m)}; 2 is required")
                 self[m[0]] = m[1]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from ..errors import ShapeError
 from ..factories import empty
 from . import functional as F
 from . import init
@@ -27,19 +28,19 @@ class Conv2d(Module):
                  device=None, dtype=None) -> None:
         super().__init__()
         if groups <= 0:
-            raise ValueError("groups must be a positive integer")
+            raise ShapeError("groups must be a positive integer")
         if in_channels % groups != 0:
-            raise ValueError("in_channels must be divisible by groups")
+            raise ShapeError("in_channels must be divisible by groups")
         if out_channels % groups != 0:
-            raise ValueError("out_channels must be divisible by groups")
+            raise ShapeError("out_channels must be divisible by groups")
         if isinstance(padding, str):
             if padding not in ("same", "valid"):
-                raise ValueError(f"Invalid padding string {padding!r}, should be one of "
+                raise ShapeError(f"Invalid padding string {padding!r}, should be one of "
                                  "{'valid', 'same'}")
             if padding == "same" and any(s != 1 for s in _pair(stride)):
-                raise ValueError("padding='same' is not supported for strided convolutions")
+                raise ShapeError("padding='same' is not supported for strided convolutions")
         if padding_mode not in _PADDING_MODES:
-            raise ValueError(f"padding_mode must be one of {_PADDING_MODES}, but got "
+            raise ShapeError(f"padding_mode must be one of {_PADDING_MODES}, but got "
                              f"padding_mode='{padding_mode}'")
         self.in_channels = in_channels
         self.out_channels = out_channels

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..errors import ShapeError
 from . import functional as F
 from .module import Module
 
@@ -12,7 +13,7 @@ class Dropout(Module):
     def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
         super().__init__()
         if p < 0 or p > 1:
-            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+            raise ShapeError(f"dropout probability has to be between 0 and 1, but got {p}")
         self.p = p
         self.inplace = inplace
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..errors import ShapeError
 from ..shape import normalize_dim
 from .module import Module
 
@@ -16,12 +17,13 @@ class Flatten(Module):
 
     def forward(self, input):
         shape = tuple(input.shape)
+        # a 0-d input counts as one dim, as PyTorch's: only dims 0 and -1 name it
+        s = normalize_dim(self.start_dim, max(len(shape), 1), "Flatten")
+        e = normalize_dim(self.end_dim, max(len(shape), 1), "Flatten")
         if not shape:
             return input.reshape(1)
-        s = normalize_dim(self.start_dim, len(shape), "Flatten")
-        e = normalize_dim(self.end_dim, len(shape), "Flatten")
         if s > e:
-            raise ValueError("flatten() has invalid args: start_dim cannot come after end_dim")
+            raise ShapeError("flatten() has invalid args: start_dim cannot come after end_dim")
         merged = 1
         for size in shape[s:e + 1]:
             merged = merged * size

@@ -11,6 +11,7 @@ import warnings
 
 import numpy as np
 
+from ..errors import ShapeError
 from ..random import get_rng
 from ..tensor import Tensor
 
@@ -32,17 +33,17 @@ def calculate_gain(nonlinearity: str, param=None) -> float:
         elif not isinstance(param, bool) and isinstance(param, (int, float)):
             slope = param
         else:
-            raise ValueError(f"negative_slope {param} not a valid number")
+            raise ShapeError(f"negative_slope {param} not a valid number")
         return math.sqrt(2.0 / (1 + slope**2))
     if nonlinearity == "selu":
         return 3.0 / 4
-    raise ValueError(f"Unsupported nonlinearity {nonlinearity}")
+    raise ShapeError(f"Unsupported nonlinearity {nonlinearity}")
 
 
 def _calculate_fan_in_and_fan_out(tensor: Tensor) -> tuple:
     """(fan_in, fan_out): size(1) and size(0) times the receptive field (dims 2 and up)."""
     if tensor.ndim < 2:
-        raise ValueError("Fan in and fan out can not be computed for tensor with fewer than 2 "
+        raise ShapeError("Fan in and fan out can not be computed for tensor with fewer than 2 "
                          "dimensions")
     receptive = 1
     for s in tensor.shape[2:]:
@@ -53,7 +54,7 @@ def _calculate_fan_in_and_fan_out(tensor: Tensor) -> tuple:
 def _calculate_correct_fan(tensor: Tensor, mode: str):
     mode = mode.lower()
     if mode not in ("fan_in", "fan_out"):
-        raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
+        raise ShapeError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     return fan_in if mode == "fan_in" else fan_out
 
@@ -118,7 +119,7 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
     rng = get_rng(generator)
     lo, hi = (a - mean) / std, (b - mean) / std
     if hi <= lo:
-        raise ValueError(f"trunc_normal_: need a < b, got a={a}, b={b}")
+        raise ShapeError(f"trunc_normal_: need a < b, got a={a}, b={b}")
     p = _norm_cdf(hi) - _norm_cdf(lo)
     if p >= 0.05:  # rejection sampling: exact, and at most ~20 draws per value
         out = np.empty(n, dtype=np.float64)
@@ -163,7 +164,7 @@ def zeros_(tensor: Tensor) -> Tensor:
 def eye_(tensor: Tensor) -> Tensor:
     """Fill a 2-D tensor with the identity matrix."""
     if tensor.ndim != 2:
-        raise ValueError("Only tensors with 2 dimensions are supported")
+        raise ShapeError("Only tensors with 2 dimensions are supported")
     if tensor.data is None:
         return tensor
     tensor.data[...] = np.eye(*tensor.shape)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..errors import ShapeError
 from . import functional as F
 from .module import Module
 
@@ -20,7 +21,7 @@ class _Loss(Module):
         if size_average is not None or reduce is not None:
             reduction = _legacy_reduction(size_average, reduce)
         if reduction not in ("mean", "sum", "none"):
-            raise ValueError(f"{reduction} is not a valid value for reduction")
+            raise ShapeError(f"{reduction} is not a valid value for reduction")
         self.reduction = reduction
 
 

@@ -115,7 +115,7 @@ class Module:
                 res = hook(self, args, kwargs)
                 if res is not None:
                     if not (isinstance(res, tuple) and len(res) == 2):
-                        raise TypeError("a forward pre-hook with kwargs must return None or a "
+                        raise DTypeError("a forward pre-hook with kwargs must return None or a "
                                         "tuple (new_args, new_kwargs)")
                     args, kwargs = res
             else:
@@ -159,7 +159,7 @@ class Module:
         if "_parameters" not in self.__dict__:
             raise AttributeError(f"cannot assign {what} before Module.__init__() call")
         if not isinstance(name, str):
-            raise TypeError(f"{what} name should be a string, got {type(name).__name__}")
+            raise DTypeError(f"{what} name should be a string, got {type(name).__name__}")
         if "." in name:
             raise KeyError(f'{what} name can\'t contain ".", got {name!r}')
         if name == "":
@@ -170,10 +170,10 @@ class Module:
         if hasattr(self, name) and name not in self._parameters:
             raise KeyError(f"attribute '{name}' already exists")
         if param is not None and not isinstance(param, Parameter):
-            raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter "
+            raise DTypeError(f"cannot assign '{type(param).__name__}' object to parameter "
                             f"'{name}' (shapeflow.nn.Parameter or None required)")
         if param is not None and param.grad_fn is not None:
-            raise ValueError(f"cannot assign a non-leaf tensor to parameter '{name}': wrap "
+            raise ShapeError(f"cannot assign a non-leaf tensor to parameter '{name}': wrap "
                              "param.detach() in a Parameter")
         self._parameters[name] = param
 
@@ -183,7 +183,7 @@ class Module:
         if hasattr(self, name) and name not in self._buffers:
             raise KeyError(f"attribute '{name}' already exists")
         if tensor is not None and not isinstance(tensor, Tensor):
-            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
+            raise DTypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
                             "(a Tensor or None required)")
         self._buffers[name] = tensor
         if persistent:
@@ -193,7 +193,7 @@ class Module:
 
     def add_module(self, name: str, module: Module | None) -> None:
         if not isinstance(module, Module) and module is not None:
-            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+            raise DTypeError(f"{type(module).__name__} is not a Module subclass")
         self._check_name(name, "module")
         if hasattr(self, name) and name not in self._modules:
             raise KeyError(f"attribute '{name}' already exists")
@@ -228,7 +228,7 @@ class Module:
             self.register_parameter(name, value)
         elif params is not None and name in params:
             if value is not None:
-                raise TypeError(f"cannot assign '{type(value).__name__}' as parameter "
+                raise DTypeError(f"cannot assign '{type(value).__name__}' as parameter "
                                 f"'{name}' (shapeflow.nn.Parameter or None expected)")
             params[name] = None
         elif isinstance(value, Module):
@@ -238,12 +238,12 @@ class Module:
             self._modules[name] = value
         elif d.get("_modules") is not None and name in d["_modules"]:
             if value is not None:
-                raise TypeError(f"cannot assign '{type(value).__name__}' as child module "
+                raise DTypeError(f"cannot assign '{type(value).__name__}' as child module "
                                 f"'{name}' (shapeflow.nn.Module or None expected)")
             self._modules[name] = None
         elif d.get("_buffers") is not None and name in d["_buffers"]:
             if value is not None and not isinstance(value, Tensor):
-                raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' "
+                raise DTypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' "
                                 "(a Tensor or None expected)")
             self._buffers[name] = value
         else:
@@ -359,7 +359,7 @@ class Module:
     # ---- modes ---------------------------------------------------------------------------
     def train(self, mode: bool = True) -> Module:
         if not isinstance(mode, bool):
-            raise ValueError("training mode is expected to be boolean")
+            raise ShapeError("training mode is expected to be boolean")
         self.training = mode
         for module in self.children():
             module.train(mode)

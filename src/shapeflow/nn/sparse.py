@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..errors import ShapeError
 from ..factories import empty
 from . import functional as F
 from . import init
@@ -25,10 +26,10 @@ class Embedding(Module):
         if padding_idx is not None:
             if padding_idx > 0:
                 if padding_idx >= num_embeddings:
-                    raise ValueError("Padding_idx must be within num_embeddings")
+                    raise ShapeError("Padding_idx must be within num_embeddings")
             elif padding_idx < 0:
                 if padding_idx < -num_embeddings:
-                    raise ValueError("Padding_idx must be within num_embeddings")
+                    raise ShapeError("Padding_idx must be within num_embeddings")
                 padding_idx = num_embeddings + padding_idx
         self.padding_idx = padding_idx
         self.max_norm = max_norm
@@ -41,7 +42,7 @@ class Embedding(Module):
             self.reset_parameters()
         else:
             if tuple(_weight.shape) != (num_embeddings, embedding_dim):
-                raise ValueError("Shape of weight does not match num_embeddings and "
+                raise ShapeError("Shape of weight does not match num_embeddings and "
                                  "embedding_dim")
             self.weight = Parameter(_weight, requires_grad=not _freeze)
 
@@ -80,7 +81,7 @@ class Embedding(Module):
                         sparse: bool = False) -> Embedding:
         """An Embedding whose weight is (a Parameter sharing the data of) `embeddings`."""
         if embeddings.ndim != 2:
-            raise ValueError("Embeddings parameter is expected to be 2-dimensional")
+            raise ShapeError("Embeddings parameter is expected to be 2-dimensional")
         rows, cols = embeddings.shape
         return cls(rows, cols, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse,
                    _weight=embeddings, _freeze=freeze)

@@ -205,13 +205,19 @@ def apply(op: Op, *inputs: Tensor) -> Tensor:
         if b.device is not device:
             raise device_mismatch(op.name, inputs)
         shape, dtype = op.infer(a, b)
-        data = op.forward(a.data, b.data) if device is cpu else None
+        try:  # (free in CPython 3.11 unless it raises)
+            data = op.forward(a.data, b.data) if device is cpu else None
+        except MemoryError:
+            raise _no_memory(op, shape, dtype) from None
         grad = a.requires_grad or b.requires_grad
     elif n == 1:
         a = inputs[0]
         device = a.device
         shape, dtype = op.infer(a)
-        data = op.forward(a.data) if device is cpu else None
+        try:
+            data = op.forward(a.data) if device is cpu else None
+        except MemoryError:
+            raise _no_memory(op, shape, dtype) from None
         grad = a.requires_grad
     else:
         device = inputs[0].device
@@ -221,7 +227,10 @@ def apply(op: Op, *inputs: Tensor) -> Tensor:
                 raise device_mismatch(op.name, inputs)
             grad = grad or t.requires_grad
         shape, dtype = op.infer(*inputs)
-        data = op.forward(*[t.data for t in inputs]) if device is cpu else None
+        try:
+            data = op.forward(*[t.data for t in inputs]) if device is cpu else None
+        except MemoryError:
+            raise _no_memory(op, shape, dtype) from None
     if device is cpu:
         if type(data) is not _ndarray:
             data = np.asarray(data)  # NumPy returns scalars for 0-d results
@@ -243,6 +252,13 @@ def apply(op: Op, *inputs: Tensor) -> Tensor:
             else:
                 record(op, inputs, out, how)
     return out
+
+
+def _no_memory(op: Op, shape, dtype):
+    """A MemoryError in a kernel, as shapeflow's error naming the op and its output's size."""
+    from ..factories import allocation_error
+
+    return allocation_error(op.name, shape, dtype, cpu, "memory for the output")
 
 
 def record(op: Op, inputs, out: Tensor, how: int | None = None) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .optimizer import Optimizer, axpy_, new_step, zeros_state
+from .optimizer import Optimizer, axpy_, check_numbers, invalid, new_step, zeros_state
 
 
 class Adadelta(Optimizer):
@@ -23,16 +23,17 @@ class Adadelta(Optimizer):
                  weight_decay: float = 0, foreach: bool | None = None, *,
                  capturable: bool = False, maximize: bool = False,
                  differentiable: bool = False) -> None:
+        check_numbers("Adadelta", lr=lr, rho=rho, eps=eps, weight_decay=weight_decay)
         if not lr >= 0.0:
-            raise ValueError(f"Invalid learning rate: {lr}")
+            raise invalid(f"Invalid learning rate: {lr}")
         if not 0.0 <= rho <= 1.0:
-            raise ValueError(f"Invalid rho value: {rho}")
+            raise invalid(f"Invalid rho value: {rho}")
         if not eps >= 0.0:
-            raise ValueError(f"Invalid epsilon value: {eps}")
+            raise invalid(f"Invalid epsilon value: {eps}")
         if not weight_decay >= 0.0:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+            raise invalid(f"Invalid weight_decay value: {weight_decay}")
         if capturable or differentiable:
-            raise ValueError("Adadelta: capturable=True and differentiable=True are not "
+            raise invalid("Adadelta: capturable=True and differentiable=True are not "
                              "implemented in shapeflow")
         defaults = {"lr": lr, "rho": rho, "eps": eps, "weight_decay": weight_decay,
                     "maximize": maximize, "capturable": capturable, "foreach": foreach,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..backend import kernels
-from .optimizer import BLOCK, Optimizer, chunks, flat, new_step, zeros_state
+from .optimizer import BLOCK, Optimizer, check_numbers, chunks, flat, invalid, new_step, zeros_state
 
 
 class Adam(Optimizer):
@@ -22,16 +22,18 @@ class Adam(Optimizer):
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, amsgrad: bool = False, *, maximize: bool = False,
                  decoupled_weight_decay: bool = False) -> None:
+        check_numbers(type(self).__name__, lr=lr, betas=tuple(betas), eps=eps,
+                      weight_decay=weight_decay)
         if lr < 0.0:
-            raise ValueError(f"Invalid learning rate: {lr}")
+            raise invalid(f"Invalid learning rate: {lr}")
         if eps < 0.0:
-            raise ValueError(f"Invalid epsilon value: {eps}")
+            raise invalid(f"Invalid epsilon value: {eps}")
         if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+            raise invalid(f"Invalid beta parameter at index 0: {betas[0]}")
         if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+            raise invalid(f"Invalid beta parameter at index 1: {betas[1]}")
         if weight_decay < 0.0:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+            raise invalid(f"Invalid weight_decay value: {weight_decay}")
         defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay,
                     "amsgrad": amsgrad, "maximize": maximize,
                     "decoupled_weight_decay": decoupled_weight_decay}

@@ -13,7 +13,8 @@ import warnings
 from bisect import bisect_right
 from collections import Counter
 
-from .optimizer import Optimizer
+from ..errors import DTypeError
+from .optimizer import Optimizer, invalid
 
 
 class LRScheduler:
@@ -24,7 +25,7 @@ class LRScheduler:
 
     def __init__(self, optimizer: Optimizer, last_epoch: int = -1) -> None:
         if not isinstance(optimizer, Optimizer):
-            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+            raise DTypeError(f"{type(optimizer).__name__} is not an Optimizer")
         self.optimizer = optimizer
         if last_epoch == -1:
             for group in optimizer.param_groups:
@@ -101,7 +102,7 @@ class LambdaLR(LRScheduler):
             self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
         else:
             if len(lr_lambda) != len(optimizer.param_groups):
-                raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got "
+                raise invalid(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got "
                                  f"{len(lr_lambda)}")
             self.lr_lambdas = list(lr_lambda)
         super().__init__(optimizer, last_epoch)
@@ -173,7 +174,7 @@ class ConstantLR(LRScheduler):
     def __init__(self, optimizer: Optimizer, factor: float = 1.0 / 3, total_iters: int = 5,
                  last_epoch: int = -1) -> None:
         if factor > 1.0 or factor < 0:
-            raise ValueError("Constant multiplicative factor expected to be between 0 and 1.")
+            raise invalid("Constant multiplicative factor expected to be between 0 and 1.")
         self.factor = factor
         self.total_iters = total_iters
         super().__init__(optimizer, last_epoch)
@@ -197,10 +198,10 @@ class LinearLR(LRScheduler):
     def __init__(self, optimizer: Optimizer, start_factor: float = 1.0 / 3,
                  end_factor: float = 1.0, total_iters: int = 5, last_epoch: int = -1) -> None:
         if start_factor > 1.0 or start_factor <= 0:
-            raise ValueError("Starting multiplicative factor expected to be greater than 0 and "
+            raise invalid("Starting multiplicative factor expected to be greater than 0 and "
                              "less or equal to 1.")
         if end_factor > 1.0 or end_factor < 0:
-            raise ValueError("Ending multiplicative factor expected to be between 0 and 1.")
+            raise invalid("Ending multiplicative factor expected to be between 0 and 1.")
         self.start_factor = start_factor
         self.end_factor = end_factor
         self.total_iters = total_iters
@@ -280,17 +281,17 @@ class SequentialLR(LRScheduler):
     def __init__(self, optimizer: Optimizer, schedulers: list, milestones: list,
                  last_epoch: int = -1) -> None:
         if len(schedulers) < 1:
-            raise ValueError("SequentialLR expects at least one scheduler, but got no scheduler.")
+            raise invalid("SequentialLR expects at least one scheduler, but got no scheduler.")
         for i, s in enumerate(schedulers):
             if not hasattr(s, "optimizer"):
-                raise TypeError(f"SequentialLR at index {i} should have `optimizer` as its "
+                raise DTypeError(f"SequentialLR at index {i} should have `optimizer` as its "
                                 "attribute.")
             if s.optimizer is not optimizer:
-                raise ValueError(f"SequentialLR expects all schedulers to belong to the same "
+                raise invalid(f"SequentialLR expects all schedulers to belong to the same "
                                  f"optimizer, but scheduler {type(s).__name__} at index {i} "
                                  "has another one")
         if len(milestones) != len(schedulers) - 1:
-            raise ValueError("Sequential Schedulers expects number of schedulers provided to be "
+            raise invalid("Sequential Schedulers expects number of schedulers provided to be "
                              "one more than the number of milestone points, but got number of "
                              f"schedulers {len(schedulers)} and the number of milestones to be "
                              f"equal to {len(milestones)}")

@@ -17,9 +17,27 @@ import numpy as np
 from ..autograd import enable_grad
 from ..backend import kernels
 from ..device import meta
-from ..errors import DeviceError, ShapeError
+from ..errors import DeviceError, DTypeError, ShapeError
 from ..shape import format_shape
 from ..tensor import Tensor, describe, from_numpy
+
+
+def invalid(message: str, op: str = "optimizer") -> ShapeError:
+    """An optimizer option or parameter list that breaks a rule (a ValueError, as PyTorch's)."""
+    return ShapeError(message, op=op)
+
+
+def check_numbers(op: str, **options) -> None:
+    """Raise DTypeError naming the option when one is not a real number (a string lr...)."""
+    for name, value in options.items():
+        values = value if isinstance(value, tuple) else (value,)
+        for v in values:
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.number,
+                                                                     Tensor)):
+                raise DTypeError(f"{op}: {name} must be a number, got {type(v).__name__} "
+                                 f"{v!r}", op=op, operands=[(name, repr(value))],
+                                 hint=f"pass {name} as a float, e.g. {name}=1e-3"
+                                 if isinstance(v, str) else None)
 
 
 class _Required:
@@ -45,11 +63,11 @@ class Optimizer:
         self.state: defaultdict = defaultdict(dict)
         self.param_groups: list[dict] = []
         if isinstance(params, Tensor):
-            raise TypeError("params argument given to the optimizer should be an iterable of "
+            raise DTypeError("params argument given to the optimizer should be an iterable of "
                             f"Tensors or dicts, but got {describe(params)}")
         groups = list(params)
         if not groups:
-            raise ValueError("optimizer got an empty parameter list")
+            raise invalid("optimizer got an empty parameter list")
         if not isinstance(groups[0], dict):
             groups = [{"params": groups}]
         for g in groups:
@@ -58,31 +76,31 @@ class Optimizer:
     def add_param_group(self, param_group: dict) -> None:
         """Add a group of parameters (with its own options) to optimize."""
         if not isinstance(param_group, dict):
-            raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
+            raise DTypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
         params = param_group["params"]
         if isinstance(params, Tensor):
             params = [params]
         elif isinstance(params, set):
-            raise TypeError("optimizer parameters need to be organized in ordered collections, "
+            raise DTypeError("optimizer parameters need to be organized in ordered collections, "
                             "but the ordering of tensors in sets will change between runs. "
                             "Please use a list instead.")
         else:
             params = list(params)
         for p in params:
             if not isinstance(p, Tensor):
-                raise TypeError(f"optimizer can only optimize Tensors, but one of the params is "
+                raise DTypeError(f"optimizer can only optimize Tensors, but one of the params is "
                                 f"{type(p).__name__}")
             if p.grad_fn is not None:
-                raise ValueError(f"can't optimize a non-leaf Tensor {describe(p)}")
+                raise invalid(f"can't optimize a non-leaf Tensor {describe(p)}")
         param_group["params"] = params
         for name, default in self.defaults.items():
             if default is required and name not in param_group:
-                raise ValueError(f"parameter group didn't specify a value of required "
+                raise invalid(f"parameter group didn't specify a value of required "
                                  f"optimization parameter {name}")
             param_group.setdefault(name, default)
         seen = {id(p) for g in self.param_groups for p in g["params"]}
         if any(id(p) in seen for p in params):
-            raise ValueError("some parameters appear in more than one parameter group")
+            raise invalid("some parameters appear in more than one parameter group")
         self.param_groups.append(param_group)
 
     # ---- memory declaration ----------------------------------------------------------------
@@ -94,7 +112,7 @@ class Optimizer:
         for g in self.param_groups:
             if any(p is param for p in g["params"]):
                 return g
-        raise ValueError(f"the parameter {describe(param)} is not in this optimizer")
+        raise invalid(f"the parameter {describe(param)} is not in this optimizer")
 
     def state_bytes(self, param: Tensor):
         """Bytes of optimizer state kept for `param`: its declared buffers (not step counters).

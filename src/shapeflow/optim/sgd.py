@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..tensor import from_numpy
-from .optimizer import Optimizer, axpy_
+from .optimizer import Optimizer, axpy_, check_numbers, invalid
 
 
 class SGD(Optimizer):
@@ -20,14 +20,16 @@ class SGD(Optimizer):
     def __init__(self, params, lr: float = 1e-3, momentum: float = 0, dampening: float = 0,
                  weight_decay: float = 0, nesterov: bool = False, *,
                  maximize: bool = False) -> None:
+        check_numbers("SGD", lr=lr, momentum=momentum, dampening=dampening,
+                      weight_decay=weight_decay)
         if lr < 0.0:
-            raise ValueError(f"Invalid learning rate: {lr}")
+            raise invalid(f"Invalid learning rate: {lr}")
         if momentum < 0.0:
-            raise ValueError(f"Invalid momentum value: {momentum}")
+            raise invalid(f"Invalid momentum value: {momentum}")
         if weight_decay < 0.0:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+            raise invalid(f"Invalid weight_decay value: {weight_decay}")
         if nesterov and (momentum <= 0 or dampening != 0):
-            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+            raise invalid("Nesterov momentum requires a momentum and zero dampening")
         defaults = {"lr": lr, "momentum": momentum, "dampening": dampening,
                     "weight_decay": weight_decay, "nesterov": nesterov, "maximize": maximize}
         super().__init__(params, defaults)

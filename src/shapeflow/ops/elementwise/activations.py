@@ -8,7 +8,8 @@ import numpy as np
 
 from ... import dtypes as _dt
 from ...autograd import grad_mode
-from ...tensor import Tensor
+from ...errors import DTypeError, ShapeError
+from ...tensor import Tensor, describe
 from .. import gelu_kernels
 from ..base import OUT_ACT, X0, X0_ACT, Op, apply
 from ._common import refuse_dtype
@@ -142,8 +143,14 @@ class Gelu(_FloatOnly):
 
     def __init__(self, approximate: str = "none") -> None:
         if approximate not in ("none", "tanh"):
-            raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+            raise ShapeError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
         self.approximate = approximate
+
+    def infer(self, x):
+        if not x.dtype.is_floating_point:  # PyTorch has no integer GELU
+            raise DTypeError(f"gelu: needs a floating-point input, got {x.dtype}", op="gelu",
+                             operands=[("input", describe(x))], hint="use x.float()")
+        return Unary.infer(self, x)
 
     def saved(self, x, out):
         return (X0_ACT,)

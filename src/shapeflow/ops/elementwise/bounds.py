@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...dtypes import result_type
+from ...errors import ShapeError
 from ...tensor import Tensor
 from ..base import X0, X1, Op, apply
 from ._common import _as_operand
@@ -78,7 +79,7 @@ def minimum(a: Tensor, b: Tensor) -> Tensor:
 
 def clamp(x: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
     if min is None and max is None:
-        raise ValueError("clamp: at least one of min and max must be given")
+        raise ShapeError("clamp: at least one of min and max must be given")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         out = x
         if min is not None:

@@ -185,11 +185,27 @@ def reshape(x: Tensor, *shape) -> Tensor:
 
 
 def view(x: Tensor, *shape) -> Tensor:
+    """reshape that never copies: PyTorch's stride rule decides, as NumPy's no-copy reshape;
+    view(dtype) reinterprets the bytes."""
     if len(shape) == 1 and type(shape[0]).__name__ == "DType":  # view(dtype): reinterpret
         from .dtype_view import view_dtype
 
         return view_dtype(x, shape[0])
-    return reshape(x, *shape)
+    out = reshape(x, *shape)
+    if out is x or out._base is not None:
+        return out
+    n = prod_dims(x.shape)
+    if type(n) is int and n == 0:
+        return out  # nothing to share: PyTorch views any empty tensor
+    strides = (f" with strides {tuple(s // x.data.itemsize for s in x.data.strides)}"
+               if x.data is not None else " (a strided meta view)")
+    raise ShapeError(
+        f"view: size {format_shape(out.shape)} is not compatible with the input's size and "
+        f"stride: {format_shape(x.shape)}{strides} cannot be read as that shape without a "
+        f"copy (at least one dimension spans two non-adjacent blocks)", op="view",
+        operands=[("input", describe(x))],
+        hint="use .reshape(...) (copies when it must) or .contiguous().view(...); writes "
+             "through a copy would not reach the input")
 
 
 def expand(x: Tensor, *shape) -> Tensor:

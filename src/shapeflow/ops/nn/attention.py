@@ -8,7 +8,7 @@ import numpy as np
 
 from ... import dtypes as _dt
 from ...backend import kernels
-from ...errors import DTypeError, ShapeRuntimeError
+from ...errors import DTypeError, ShapeError, ShapeRuntimeError
 from ...random import get_rng
 from ...shape import broadcast_shapes, dims_equal, format_shape
 from ...tensor import Tensor, describe
@@ -211,10 +211,10 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     if enable_gqa:
         key, value = _gqa_heads(query, key), _gqa_heads(query, value)
     if is_causal and attn_mask is not None:
-        raise ValueError("scaled_dot_product_attention: pass either attn_mask or "
+        raise ShapeError("scaled_dot_product_attention: pass either attn_mask or "
                          "is_causal=True, not both")
     if not 0.0 <= dropout_p <= 1.0:
-        raise ValueError(f"scaled_dot_product_attention: dropout_p must be in [0, 1], got "
+        raise ShapeError(f"scaled_dot_product_attention: dropout_p must be in [0, 1], got "
                          f"{dropout_p}")
     from .flash_attention import choose
 

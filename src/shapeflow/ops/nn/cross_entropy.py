@@ -185,6 +185,7 @@ class CrossEntropy(Op):
             x2 = x2.astype(cdt)
         R, C = x2.shape
         lse = _lse_rows(x2)
+        lse[lse == np.inf] = np.nan  # a +inf logit: PyTorch's log_softmax makes the row NaN
         eps = self.eps
         with np.errstate(divide="ignore", invalid="ignore"):
             if self.prob:
@@ -382,7 +383,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, *
     """
     _check_reduction("cross_entropy", reduction)
     if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got "
+        raise ShapeError(f"cross_entropy: label_smoothing must be in [0, 1], got "
                          f"{label_smoothing}")
     op = CrossEntropy(ignore_index, reduction, float(label_smoothing), weight is not None)
     extra = (weight,) if weight is not None else ()

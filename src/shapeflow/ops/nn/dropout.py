@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import dtypes as _dt
+from ...errors import ShapeError
 from ...random import get_rng
 from ...tensor import Tensor
 from ..base import DROPOUT_MASK, Op, Saved, apply
@@ -74,7 +75,7 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     `inplace` is accepted for PyTorch compatibility; the result is always a new tensor.
     """
     if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout: p must be in [0, 1], got {p}")
+        raise ShapeError(f"dropout: p must be in [0, 1], got {p}")
     if not training or p == 0.0:
         return input
     return apply(Dropout(float(p), generator), input)

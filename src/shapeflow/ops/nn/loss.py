@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import DTypeError, ShapeRuntimeError
+from ...errors import DTypeError, ShapeError, ShapeRuntimeError
 from ...shape import broadcast_shapes, dims_equal, format_shape
 from ...tensor import Tensor, describe
 from ..base import Op, Saved, apply
@@ -14,7 +14,7 @@ _REDUCTIONS = ("none", "mean", "sum")
 
 def _check_reduction(op: str, reduction: str) -> None:
     if reduction not in _REDUCTIONS:
-        raise ValueError(f"{op}: reduction must be 'none', 'mean' or 'sum', got {reduction!r}")
+        raise ShapeError(f"{op}: reduction must be 'none', 'mean' or 'sum', got {reduction!r}")
 
 
 def _reduce(loss: Tensor, reduction: str) -> Tensor:
@@ -112,7 +112,7 @@ class BCEWithLogits(Op):
         sp += np.maximum(-x, 0)
         if pw is not None:
             sp *= (pw - 1) * y + 1
-        loss = x - x * y
+        loss = (1 - y) * x  # as PyTorch: not x - x * y, whose inf * 0 makes an inf logit NaN
         loss += sp
         if w is not None:
             loss *= w
@@ -160,11 +160,25 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
     return _reduce(loss, reduction)
 
 
+def _check_probabilities(op: str, p: Tensor) -> None:
+    """PyTorch's rule: every input in [0, 1] (NaN too fails it); values are checked on cpu."""
+    a = p.data
+    if a is None or not a.size:
+        return
+    lo, hi = a.min(), a.max()  # NaN propagates into both, and fails both comparisons
+    if not (lo >= 0 and hi <= 1):
+        raise ShapeError(
+            f"{op}: all elements of input should be between 0 and 1, found values in "
+            f"[{lo}, {hi}]", op=op, operands=[("input", describe(p))],
+            hint="for logits use binary_cross_entropy_with_logits (or apply sigmoid first)")
+
+
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, *,
                          reduction: str = "mean") -> Tensor:
     """Binary cross-entropy of probabilities input in [0, 1] (logs clamped at -100)."""
     _check_reduction("binary_cross_entropy", reduction)
     _check_pair("binary_cross_entropy", input, target)
+    _check_probabilities("binary_cross_entropy", input)
     loss = -(target * input.log().clamp(min=-100.0) +
              (1.0 - target) * (1.0 - input).log().clamp(min=-100.0))
     if weight is not None:

@@ -13,11 +13,16 @@ from ..blas_sum import row_sums
 from ._common import _CHUNK, _as_rows, _blocks, _compute_np, _create_graph, _need_float
 
 
-def _finite_max(a: np.ndarray, axis: int) -> np.ndarray:
-    """Row maxima, with non-finite ones replaced by 0 (so all -inf rows give exp(-inf) = 0)."""
+def _finite_max(a: np.ndarray, axis: int, keep_inf: bool = False) -> np.ndarray:
+    """Row maxima, with non-finite ones replaced by 0 (so all -inf rows give exp(-inf) = 0).
+
+    keep_inf keeps +inf maxima, as PyTorch's softmax does: x - max is NaN at the +inf
+    entries, so the whole row is NaN (logsumexp instead gives +inf: keep_inf False)."""
     m = a.max(axis=axis, keepdims=True)
     bad = ~np.isfinite(m)
     if bad.any():
+        if keep_inf:
+            bad &= m != np.inf
         m[bad] = 0
     return m
 
@@ -53,7 +58,7 @@ def _softmax_rows(x2: np.ndarray, out: np.ndarray, log: bool, zero_empty: bool =
                 else:
                     np.divide(e, s, out=ob)
                 continue
-            m = _finite_max(xb, 1)
+            m = _finite_max(xb, 1, keep_inf=True)
             np.subtract(xb, m, out=ob)
             if log:
                 e = np.exp(ob, out=e)
@@ -84,7 +89,7 @@ def _softmax_np(x: np.ndarray, axis: int, log: bool, out_dtype) -> np.ndarray:
         _softmax_rows(_as_rows(x, n), _as_rows(out, n), log)
     else:
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            out = np.subtract(x, _finite_max(x, axis))
+            out = np.subtract(x, _finite_max(x, axis, keep_inf=True))
             if log:
                 out -= np.log(np.exp(out).sum(axis=axis, keepdims=True))
             else:

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ... import dtypes as _dt
-from ...errors import DTypeError
+from ...errors import DTypeError, ShapeError
 from ...shape import prod_dims
 from ...tensor import Tensor
 from ..base import OUT, X0, apply
@@ -86,7 +86,7 @@ def _correction(name: str, dim, unbiased, correction):
     if isinstance(dim, bool):  # var(x, True): the legacy `unbiased` positional
         dim, unbiased = None, dim if unbiased is None else unbiased
     if unbiased is not None and correction is not None:
-        raise ValueError(f"{name}: give either unbiased= or correction=, not both")
+        raise ShapeError(f"{name}: give either unbiased= or correction=, not both")
     if correction is None:
         correction = 1 if unbiased is None or unbiased else 0
     return dim, correction

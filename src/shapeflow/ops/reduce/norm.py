@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ... import dtypes as _dt
-from ...errors import DTypeError
+from ...errors import DTypeError, ShapeError
 from ...tensor import Tensor, describe
 from ..base import OUT, X0, apply
 from ._common import Reduction, _compute_np
@@ -82,7 +82,7 @@ def norm(x: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Ten
     if p == "fro" or p is None:
         p = 2
     if isinstance(p, str):
-        raise ValueError(f"norm: p={p!r} is not supported (use a number or 'fro')")
+        raise ShapeError(f"norm: p={p!r} is not supported (use a number or 'fro')")
     if x.dtype.category != 2:
         _need_float("norm", x)
     if dim == ():
@@ -96,5 +96,5 @@ def norm(x: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Ten
     if p == 0:
         return sum(x != 0, dim, keepdim).to(x.dtype)
     if p < 0:
-        raise ValueError(f"norm: negative p={p} is not supported")
+        raise ShapeError(f"norm: negative p={p} is not supported")
     return apply(VectorNorm(p, dim, keepdim), x)
