@@ -180,3 +180,10 @@ from .mixing import addcdiv_, addcmul_, arctan2_, atan2_, fmod_, hypot_, lerp_  
 
 METHODS = METHODS + tuple(m for m in _mixing.METHODS if m not in METHODS)
 __all__ += [n for n in _mixing.__all__ if n not in __all__]
+
+# closeness: isclose, allclose, equal
+from . import closeness as _closeness  # noqa: E402
+from .closeness import *  # noqa: E402, F403
+
+METHODS = METHODS + _closeness.METHODS
+__all__ += _closeness.__all__
