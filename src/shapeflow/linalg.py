@@ -15,16 +15,42 @@ from .ops.movement import diagonal as _diagonal
 from .tensor import Tensor
 
 
-def inv_ex(a: Tensor, *, check_errors: bool = False):
-    """(inverse, info): info 0 where the inverse exists (this raises where it does not)."""
-    from .factories import zeros
-
-    return inv(a), zeros(*a.shape[:-2], dtype="int32", device=a.device)
-
-
 def diagonal(a: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
     """The diagonals of a batch of matrices (the last two dims by default)."""
     return _diagonal(a, offset, dim1, dim2)
+
+
+def multi_dot(tensors) -> Tensor:
+    """The product of a chain of matrices (first and last may be vectors), left to right."""
+    from .errors import ShapeError
+
+    tensors = list(tensors)
+    if len(tensors) < 2:
+        raise ShapeError(f"linalg.multi_dot: expected at least 2 tensors, got {len(tensors)}",
+                         op="linalg.multi_dot")
+    out = tensors[0]
+    for t in tensors[1:]:
+        out = matmul(out, t)
+    return out
+
+
+def matrix_power(a: Tensor, n: int) -> Tensor:
+    """a @ a @ ... (n times) for square matrices; n = 0 gives I, n < 0 powers of inv(a)."""
+    from .factories import eye
+    from .ops.matrix._common import check_matrix
+
+    check_matrix("linalg.matrix_power", a)
+    if n == 0:
+        return eye(a.shape[-1], dtype=a.dtype, device=a.device).expand(tuple(a.shape)) + 0
+    base, out = (inv(a) if n < 0 else a), None
+    n = abs(n)
+    while n:  # square and multiply: log2(n) products
+        if n & 1:
+            out = base if out is None else out @ base
+        n >>= 1
+        if n:
+            base = base @ base
+    return out
 
 
 def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
@@ -33,5 +59,5 @@ def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
 
 
 __all__ = ["LinAlgError", "cholesky", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv",
-           "inv_ex", "matmul", "matrix_norm", "matrix_rank", "norm", "pinv", "qr", "slogdet",
-           "solve", "svd", "svdvals", "vecdot", "vector_norm"]
+           "matmul", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv",
+           "qr", "slogdet", "solve", "svd", "svdvals", "vecdot", "vector_norm"]

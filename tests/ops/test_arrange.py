@@ -170,3 +170,23 @@ def test_equal_and_int_isclose():
         sf.allclose(sf.zeros(2, device="meta"), sf.zeros(2, device="meta"))
     assert tuple(sf.isclose(sf.zeros(2, 1, device="meta"), sf.zeros(3, device="meta")).shape) \
         == (2, 3)
+
+
+def test_is_contiguous_and_apply_():
+    x = sf.zeros(2, 3)
+    assert x.is_contiguous() and not x.t().is_contiguous()
+    assert not x[:, ::2].is_contiguous() and x.t().contiguous().is_contiguous()
+    assert not sf.zeros(3, 1).expand(3, 4).is_contiguous()
+    m = sf.zeros(2, 3, device="meta")
+    assert m.is_contiguous() and not m.t().is_contiguous()
+    t = torch.zeros(2, 3)
+    assert t.t().is_contiguous() == x.t().is_contiguous()
+    y = sf.tensor([1.0, 2.0, 3.0])
+    v = y._version[0]
+    assert y.apply_(lambda e: e * 10 + 1) is y
+    assert y.tolist() == [11.0, 21.0, 31.0] and y._version[0] == v + 1
+    with pytest.raises(sf.GraphError, match="apply_"):
+        sf.ones(2, requires_grad=True).apply_(abs)
+    with pytest.raises(sf.DeviceError):
+        m.apply_(abs)
+    assert sf.ones(2, 2).new_empty(3, 1).shape == (3, 1)

@@ -278,3 +278,15 @@ def test_svd_qr_reconstruct_any_batch(batch, m, n):
                                atol=1e-10)
     q, r = sf.linalg.qr(sf.tensor(a))
     np.testing.assert_allclose((q @ r).numpy(), a, atol=1e-10)
+
+
+def test_multi_dot_matrix_power_vecdot():
+    a, b, c = normal(2, 3), normal(3, 4), normal(4)
+    check_op(lambda x, y, z: sf.linalg.multi_dot([x, y, z]),
+             lambda x, y, z: torch.linalg.multi_dot([x, y, z]), a, b, c)
+    m = well_conditioned(2, 3, 3) / 3
+    for n in (0, 1, 2, 5, -1, -3):
+        check_op(lambda x, n=n: sf.linalg.matrix_power(x, n),
+                 lambda x, n=n: torch.linalg.matrix_power(x, n), m, rtol=1e-4, atol=1e-5,
+                 grad=n != 0)
+    check_op(sf.linalg.vecdot, torch.linalg.vecdot, normal(2, 3), normal(3))

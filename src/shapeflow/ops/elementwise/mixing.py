@@ -15,6 +15,7 @@ from ...tensor import Tensor, describe
 from ..base import OUT, X0, X1, X2, Op, apply
 from ._common import _NUMBER, _as_operand, _scalar_tensor
 from .binary import Binary, div
+from .bounds import Clamp
 from .bounds import clamp as _clamp_numbers
 from .compare import logical_and, logical_or, where
 from .scalar import ScalarOp, _quiet
@@ -215,7 +216,9 @@ class ClampTensor(Op):
 def clamp(x: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
     """x limited to [min, max]; the bounds are numbers or tensors (broadcast)."""
     if not isinstance(min, Tensor) and not isinstance(max, Tensor):
-        return _clamp_numbers(x, min, max)
+        if min is None and max is None:
+            return _clamp_numbers(x, min, max)  # raises, saying so
+        return apply(Clamp(min, max), x)
     bounds = [b if isinstance(b, Tensor) else _as_operand(b, x)
               for b in (min, max) if b is not None]
     return apply(ClampTensor(min is not None, max is not None), x, *bounds)

@@ -127,8 +127,8 @@ class Logit(Special):
     def backward(self, g):
         (x,) = self.saved_tensors
         d = g / (x * (1.0 - x))
-        if self.eps is None:
-            return (d,)
+        if self.eps is None:  # NaN outside [0, 1], as the value is
+            return (where((x < 0) | (x > 1), float("nan"), d),)
         inside = (x >= self.eps) & (x <= 1.0 - self.eps)
         return (where(inside, d, 0.0),)
 
