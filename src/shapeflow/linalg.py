@@ -53,6 +53,23 @@ def matrix_power(a: Tensor, n: int) -> Tensor:
     return out
 
 
+def solve_triangular(a: Tensor, b: Tensor, *, upper: bool, left: bool = True,
+                     unitriangular: bool = False) -> Tensor:
+    """X with T X = B (or X T = B) where T is a's upper or lower triangle (its diagonal taken
+    as ones when unitriangular); only that triangle gets a gradient."""
+    from .ops.base import apply
+    from .ops.matrix.inverse import Solve
+    from .ops.movement import diag_embed
+
+    t = a.triu() if upper else a.tril()
+    if unitriangular:
+        d = t.diagonal(0, -2, -1)
+        t = t - diag_embed(d) + diag_embed(d * 0 + 1)
+    if not left:
+        return apply(Solve(), t.mT, b.mT).mT
+    return apply(Solve(), t, b)
+
+
 def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
     """The dot product of vectors along dim, broadcasting."""
     return (x * y).sum(dim)
@@ -60,4 +77,4 @@ def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
 
 __all__ = ["LinAlgError", "cholesky", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv",
            "matmul", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv",
-           "qr", "slogdet", "solve", "svd", "svdvals", "vecdot", "vector_norm"]
+           "qr", "slogdet", "solve", "solve_triangular", "svd", "svdvals", "vecdot", "vector_norm"]

@@ -290,3 +290,16 @@ def test_multi_dot_matrix_power_vecdot():
                  lambda x, n=n: torch.linalg.matrix_power(x, n), m, rtol=1e-4, atol=1e-5,
                  grad=n != 0)
     check_op(sf.linalg.vecdot, torch.linalg.vecdot, normal(2, 3), normal(3))
+
+
+@pytest.mark.parametrize("upper", [True, False])
+@pytest.mark.parametrize("left", [True, False])
+@pytest.mark.parametrize("unit", [True, False])
+def test_solve_triangular(upper, left, unit):
+    a = well_conditioned(2, 3, 3)
+    b = normal(2, 3, 4) if left else normal(2, 4, 3)
+    check_op(lambda x, y: sf.linalg.solve_triangular(x, y, upper=upper, left=left,
+                                                     unitriangular=unit),
+             lambda x, y: torch.linalg.solve_triangular(x, y, upper=upper, left=left,
+                                                        unitriangular=unit),
+             a, b, rtol=1e-4, atol=1e-5)

@@ -110,3 +110,8 @@ def test_scans_any_shape(shape, data):
         np.testing.assert_array_equal(a.indices.numpy(), b.indices.numpy())
     np.testing.assert_allclose(sf.logcumsumexp(s, dim).numpy(),
                                torch.logcumsumexp(t, dim).numpy(), rtol=1e-12)
+
+
+def test_cumprod_inplace():
+    x = sf.tensor([[1.0, 2.0, 3.0]])
+    assert x.cumprod_(1) is x and x.tolist() == [[1.0, 2.0, 6.0]]

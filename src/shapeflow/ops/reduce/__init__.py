@@ -65,6 +65,7 @@ __all__ = list(METHODS)
 # running scans (cumprod, cummax, cummin, logcumsumexp) and diff
 from . import scans as _scans  # noqa: E402
 from .scans import *  # noqa: E402, F403
+from .scans import cumprod_  # noqa: E402, F401  (method only)
 
 METHODS = METHODS + _scans.METHODS
 __all__ += _scans.__all__

@@ -225,5 +225,12 @@ def diff(x: Tensor, n: int = 1, dim: int = -1, prepend=None, append=None) -> Ten
     return x
 
 
-METHODS = ("cumprod", "cummax", "cummin", "logcumsumexp", "diff")
-__all__ = list(METHODS)
+def cumprod_(x: Tensor, dim: int, dtype=None) -> Tensor:
+    """In-place cumprod."""
+    from ..inplace import inplace
+
+    return inplace(x, "cumprod_", lambda src: cumprod(src, dim, dtype))
+
+
+METHODS = ("cumprod", "cummax", "cummin", "logcumsumexp", "diff", "cumprod_")
+__all__ = list(METHODS[:-1])
