@@ -25,6 +25,7 @@ from .ops.movement import *  # noqa: F403
 from .ops.nn import *  # noqa: F403
 from .ops.conv import *  # noqa: F403
 from .ops.reduce import *  # noqa: F403
+from .ops.matrix import *  # noqa: F403
 from .io import load, save
 from .random import Generator, initial_seed, manual_seed, seed
 from .recompute import checkpoint
@@ -53,7 +54,7 @@ _buffers.enable()
 
 _LAZY = {
     "nn": ".nn", "optim": ".optim", "data": ".data", "models": ".models", "autograd": ".autograd",
-    "memory": ".inspect.memory", "onnx": ".io.onnx",
+    "memory": ".inspect.memory", "onnx": ".io.onnx", "linalg": ".linalg",
     "distributed": ".distributed", "cuda": ".cuda", "backends": ".backends",
     "accelerator": ".accelerator", "compat": ".compat",
 }

@@ -63,9 +63,41 @@ def cuda(self: Tensor, device=None, non_blocking: bool = False) -> Tensor:
                    else device)
 
 
+def is_contiguous(self: Tensor, memory_format=None) -> bool:
+    """Whether the elements lie in row-major order with no gaps (views may not)."""
+    if self.device is meta:
+        from .ops import meta_layout
+
+        return meta_layout.is_contiguous(self)
+    return bool(self.data.flags.c_contiguous)
+
+
+def apply_(self: Tensor, callable) -> Tensor:  # noqa: A002  (PyTorch's name)
+    """Replace each element by callable(element), in place (cpu only; slow, no gradient)."""
+    import numpy as np
+
+    from .errors import DeviceError, GraphError
+
+    if self.device is meta:
+        raise DeviceError("apply_: a meta tensor has no elements to apply a function to",
+                          op="apply_")
+    if self.requires_grad:
+        raise GraphError("apply_: a tensor that requires grad cannot be changed by a Python "
+                         "function (no gradient can follow it)", op="apply_",
+                         hint="use tensor ops, or apply_ to a detached copy")
+    if self.data.size:
+        out = np.vectorize(callable, otypes=[self.data.dtype])(self.data)
+        np.copyto(self.data, out, casting="unsafe")
+    self._version[0] += 1
+    self._version[1] = "apply_"
+    return self
+
+
 def attach() -> None:
     Tensor.__format__ = tensor_format
     Tensor.type = tensor_type
     Tensor.view_as = view_as
     Tensor.is_cuda = property(is_cuda)
     Tensor.cuda = cuda
+    Tensor.is_contiguous = is_contiguous
+    Tensor.apply_ = apply_

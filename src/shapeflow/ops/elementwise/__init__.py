@@ -171,3 +171,26 @@ METHODS = (
 __all__ = [*METHODS, "where", "gelu", "rsub", "cast"]
 METHODS += _INTEGER_METHODS + _TRIG_METHODS
 __all__ += [*_INTEGER_METHODS, *_TRIG_METHODS]
+
+# special functions (erf, lgamma, digamma, logit, xlogy, sinc, nan_to_num)
+from . import special as _special  # noqa: E402
+from .special import *  # noqa: E402, F403
+from .special import digamma_, erfinv_, lgamma_  # noqa: E402, F401  (methods only)
+
+METHODS = METHODS + _special.METHODS
+__all__ += _special.__all__
+
+# ops of two or three operands (lerp, hypot, atan2, logaddexp, fmod, addcmul, tensor clamp)
+from . import mixing as _mixing  # noqa: E402
+from .mixing import *  # noqa: E402, F403
+from .mixing import addcdiv_, addcmul_, arctan2_, atan2_, fmod_, hypot_, lerp_  # noqa: E402, F401
+
+METHODS = METHODS + tuple(m for m in _mixing.METHODS if m not in METHODS)
+__all__ += [n for n in _mixing.__all__ if n not in __all__]
+
+# closeness: isclose, allclose, equal
+from . import closeness as _closeness  # noqa: E402
+from .closeness import *  # noqa: E402, F403
+
+METHODS = METHODS + _closeness.METHODS
+__all__ += _closeness.__all__

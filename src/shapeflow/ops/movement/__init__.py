@@ -88,3 +88,13 @@ METHODS = ("reshape", "view", "expand", "broadcast_to", "permute", "transpose", 
            "index_add", "masked_fill", "masked_fill_")
 __all__ = [m for m in METHODS if m != "masked_fill_"] + [
     "cat", "concat", "concatenate", "stack", "pad"]
+
+# rearrangements (roll, rot90, tile, repeat_interleave, meshgrid, unfold...) and diagonals
+from . import arrange as _arrange  # noqa: E402
+from . import diagonals as _diagonals  # noqa: E402
+from .arrange import *  # noqa: E402, F403
+from .arrange import expand_as, unfold  # noqa: E402, F401  (methods only)
+from .diagonals import *  # noqa: E402, F403
+
+METHODS = METHODS + _arrange.METHODS + _diagonals.METHODS
+__all__ += _arrange.__all__ + _diagonals.__all__

@@ -63,3 +63,11 @@ from .sums import (  # noqa: F401  (re-exported: importers use these)
 METHODS = ("sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var",
            "std", "logsumexp", "cumsum", "all", "any", "norm")
 __all__ = [*METHODS, "std_mean", "var_mean"]
+
+# running scans (cumprod, cummax, cummin, logcumsumexp) and diff
+from . import scans as _scans  # noqa: E402
+from .scans import *  # noqa: E402, F403
+from .scans import cumprod_  # noqa: E402, F401  (method only)
+
+METHODS = METHODS + _scans.METHODS
+__all__ += _scans.__all__

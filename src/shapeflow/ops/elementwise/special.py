@@ -1,0 +1,272 @@
+"""Special functions: erf, erfc, erfinv, lgamma, digamma, logit, xlogy, sinc, nan_to_num.
+
+The kernels compute in float64 (`special_kernels.py`) and round once to the output dtype.
+"""
+
+from __future__ import annotations
+
+import math
+
+import ml_dtypes
+import numpy as np
+
+from ... import dtypes as _dt
+from ...tensor import Tensor
+from ..base import OUT, X0, X1, Op, apply
+from . import special_kernels as K
+from ._common import _NUMBER, _as_operand, _float_dtype
+from .binary import Binary
+from .compare import isfinite, where
+from .unary import Unary, cos, exp, sin
+
+_SQRT_PI = math.sqrt(math.pi)
+
+
+class Special(Unary):
+    """A float unary op whose kernel `fn` takes and returns float64."""
+
+    def infer(self, x):
+        dt = _float_dtype(x)
+        self.out_np = dt.np
+        return x.shape, dt
+
+    def saved(self, x, out):
+        return (X0,)
+
+    def forward(self, x):
+        return self.fn(x.astype(np.float64)).astype(self.out_np, copy=False)
+
+
+class Erf(Special):
+    name = "erf"
+    fn = staticmethod(K.erf)
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        return (g * exp(-(x * x)) * (2.0 / _SQRT_PI),)
+
+
+class Erfc(Special):
+    name = "erfc"
+    fn = staticmethod(K.erfc)
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        return (g * exp(-(x * x)) * (-2.0 / _SQRT_PI),)
+
+
+class Erfinv(Special):
+    name = "erfinv"
+    fn = staticmethod(K.erfinv)
+
+    def saved(self, x, out):
+        return (OUT,)
+
+    def backward(self, g):
+        (out,) = self.saved_tensors
+        return (g * exp(out * out) * (_SQRT_PI / 2.0),)
+
+
+class Lgamma(Special):
+    name = "lgamma"
+    fn = staticmethod(K.lgamma)
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        return (g * digamma(x),)
+
+
+class Digamma(Special):
+    name = "digamma"
+    fn = staticmethod(K.digamma)
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        return (g * apply(Trigamma(), x),)
+
+
+class Trigamma(Special):
+    """psi'(x), digamma's gradient (polygamma(1, x)); it has no gradient of its own here."""
+
+    name = "polygamma"
+    differentiable = False
+    fn = staticmethod(K.trigamma)
+
+
+class Sinc(Special):
+    name = "sinc"
+
+    @staticmethod
+    def fn(x):
+        with np.errstate(invalid="ignore"):
+            return np.sinc(x)  # sin(pi x) / (pi x), 1 at 0
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        zero = x == 0
+        safe = where(zero, 1.0, x)
+        ps = safe * math.pi
+        d = (ps * cos(ps) - sin(ps)) / (ps * safe)
+        return (g * where(zero, 0.0, d),)
+
+
+class Logit(Special):
+    """log(x / (1 - x)); with eps, x is first clamped to [eps, 1 - eps] (gradient 0 outside)."""
+
+    name = "logit"
+
+    def __init__(self, eps: float | None) -> None:
+        self.eps = eps
+
+    def fn(self, x):
+        if self.eps is not None:
+            x = np.clip(x, self.eps, 1.0 - self.eps)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.log(x / (1.0 - x))
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        d = g / (x * (1.0 - x))
+        if self.eps is None:  # NaN outside [0, 1], as the value is
+            return (where((x < 0) | (x > 1), float("nan"), d),)
+        inside = (x >= self.eps) & (x <= 1.0 - self.eps)
+        return (where(inside, d, 0.0),)
+
+
+class NanToNum(Op):
+    """NaN, +inf and -inf replaced by numbers (the dtype's extremes by default)."""
+
+    name = "nan_to_num"
+
+    def __init__(self, nan, posinf, neginf) -> None:
+        self.nan, self.posinf, self.neginf = nan, posinf, neginf
+
+    def infer(self, x):
+        return x.shape, x.dtype
+
+    def saved(self, x, out):
+        return (X0,)
+
+    def forward(self, x):
+        if x.dtype.kind not in "f" and x.dtype.name != "bfloat16":
+            return x.copy()
+        big = float(ml_dtypes.finfo(x.dtype).max)
+        out = np.where(np.isnan(x), 0.0 if self.nan is None else self.nan, x)
+        out = np.where(x == np.inf, big if self.posinf is None else self.posinf, out)
+        out = np.where(x == -np.inf, -big if self.neginf is None else self.neginf, out)
+        return out.astype(x.dtype, copy=False)
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        return (g * isfinite(x),)
+
+
+class Xlogy(Binary):
+    """x * log(y), 0 where x == 0 (even where log(y) is inf); NaN y stays NaN."""
+
+    name = "xlogy"
+
+    def infer(self, a, b):
+        shape, dt = Binary.infer(self, a, b)
+        if not dt.is_floating_point:
+            dt = self.compute = _dt.default_float
+            self.cast = True
+        return shape, dt
+
+    def saved(self, a, b, out):
+        return (X0, X1)
+
+    @staticmethod
+    def fn(a, b):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = a * np.log(b)
+        return np.where((a == 0) & ~np.isnan(b), 0.0, out).astype(out.dtype, copy=False)
+
+    def backward(self, g):
+        a, b = self.saved_tensors
+        ga = gb = None
+        if self.needs_grad(0):
+            ga = where((a == 0) & (b <= 0), 0.0, xlogy(g, b))
+        if self.needs_grad(1):
+            gb = g * a / b
+        return ga, gb
+
+
+
+def erf(x: Tensor) -> Tensor:
+    """The error function, 2/sqrt(pi) * integral of exp(-t^2) from 0 to x."""
+    return apply(Erf(), x)
+
+
+def erfc(x: Tensor) -> Tensor:
+    """1 - erf(x), accurate where erf(x) is near 1."""
+    return apply(Erfc(), x)
+
+
+def erfinv(x: Tensor) -> Tensor:
+    """The inverse of erf on [-1, 1]."""
+    return apply(Erfinv(), x)
+
+
+def lgamma(x: Tensor) -> Tensor:
+    """log |Gamma(x)|."""
+    return apply(Lgamma(), x)
+
+
+def digamma(x: Tensor) -> Tensor:
+    """The logarithmic derivative of Gamma, lgamma's gradient."""
+    return apply(Digamma(), x)
+
+
+def sinc(x: Tensor) -> Tensor:
+    """The normalized sinc, sin(pi x) / (pi x), 1 at 0."""
+    return apply(Sinc(), x)
+
+
+def logit(x: Tensor, eps: float | None = None) -> Tensor:
+    """log(x / (1 - x)), the inverse of sigmoid."""
+    return apply(Logit(eps), x)
+
+
+def nan_to_num(x: Tensor, nan: float = 0.0, posinf: float | None = None,
+               neginf: float | None = None) -> Tensor:
+    """NaN, +inf and -inf replaced by nan, posinf and neginf (the dtype's largest finite
+    values by default)."""
+    return apply(NanToNum(nan, posinf, neginf), x)
+
+
+def xlogy(x, y) -> Tensor:
+    """x * log(y), 0 where x == 0; either may be a number."""
+    if not isinstance(x, Tensor):
+        x = _as_operand(x, y) if isinstance(x, _NUMBER) else _as_operand(x)
+    if not isinstance(y, Tensor):
+        y = _as_operand(y, x)
+    return apply(Xlogy(), x, y)
+
+
+def _inplace(name: str, fn):
+    from ..inplace import inplace
+
+    def method(self, *args, **kwargs):
+        return inplace(self, name, lambda src, *a: fn(src, *a, **kwargs), *args)
+
+    method.__name__ = name
+    method.__doc__ = f"In-place {fn.__name__}."
+    return method
+
+
+erf_ = _inplace("erf_", erf)
+erfc_ = _inplace("erfc_", erfc)
+erfinv_ = _inplace("erfinv_", erfinv)
+lgamma_ = _inplace("lgamma_", lgamma)
+digamma_ = _inplace("digamma_", digamma)
+sinc_ = _inplace("sinc_", sinc)
+logit_ = _inplace("logit_", logit)
+nan_to_num_ = _inplace("nan_to_num_", nan_to_num)
+xlogy_ = _inplace("xlogy_", xlogy)
+
+FUNCTIONS = ("erf", "erfc", "erfinv", "lgamma", "digamma", "sinc", "logit", "nan_to_num",
+             "xlogy")
+METHODS = FUNCTIONS + tuple(f + "_" for f in FUNCTIONS)
+# the in-place ones torch has as functions too (torch.erf_, but no torch.erfinv_)
+__all__ = [*FUNCTIONS, "erf_", "erfc_", "sinc_", "logit_", "nan_to_num_", "xlogy_"]

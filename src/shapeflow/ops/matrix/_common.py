@@ -1,0 +1,79 @@
+"""What the linear algebra ops share: their error class, input checks, LAPACK calls, and
+ops with several outputs packed into one tensor."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ... import dtypes as _dt
+from ...errors import DTypeError, ShapeError, ShapeflowError
+from ...tensor import Tensor, describe
+
+
+class LinAlgError(ShapeflowError, RuntimeError):
+    """A matrix the factorization cannot handle: singular, not positive-definite, or a
+    decomposition that did not converge (torch.linalg.LinAlgError, also a RuntimeError)."""
+
+    kind = "LinAlgError"
+
+
+def check_matrix(op: str, x: Tensor, square: bool = True) -> None:
+    """x is a (batch of) float32/float64 matrices, square where the op needs it."""
+    if x.ndim < 2:
+        raise ShapeError(f"{op}: expected a matrix or a batch of matrices (>= 2 dims), got "
+                         f"{describe(x)}", op=op, operands=[("A", describe(x))])
+    if square and x.shape[-1] != x.shape[-2]:
+        raise ShapeError(f"{op}: A must be batches of square matrices, but they are "
+                         f"{x.shape[-2]} by {x.shape[-1]} matrices", op=op,
+                         operands=[("A", describe(x))])
+    check_float(op, x)
+
+
+def check_float(op: str, x: Tensor) -> None:
+    if x.dtype not in (_dt.float32, _dt.float64):
+        raise DTypeError(f"{op}: expected a float32 or float64 tensor, got {x.dtype}", op=op,
+                         operands=[("A", describe(x))],
+                         hint="convert with .float() or .double() (LAPACK has no 16-bit "
+                         "floats)")
+
+
+def lapack(op: str, what: str, fn, *arrays):
+    """fn(*arrays), NumPy's LinAlgError raised as shapeflow's, naming the op."""
+    try:
+        with np.errstate(all="ignore"):
+            return fn(*arrays)
+    except np.linalg.LinAlgError as e:
+        raise LinAlgError(f"{op}: {what} ({e})", op=op) from None
+
+
+def singular(op: str):
+    return lambda: LinAlgError(f"{op}: the input is singular: it cannot be inverted", op=op)
+
+
+def pack(*arrays: np.ndarray, batch: tuple) -> np.ndarray:
+    """Several outputs with the same batch dims as one array [*batch, total]."""
+    flat = [a.reshape(batch + (-1,)) for a in arrays]
+    return np.concatenate(flat, axis=-1)
+
+
+def unpack(packed: Tensor, shapes: list) -> list:
+    """Views of a packed tensor as the outputs it holds (shapes without the batch dims)."""
+    batch = tuple(packed.shape[:-1])
+    out, start = [], 0
+    for s in shapes:
+        n = 1
+        for d in s:
+            n *= d
+        part = packed[(Ellipsis, slice(start, start + n))]
+        out.append(part.reshape(batch + tuple(s)))
+        start += n
+    return out
+
+
+def split_grad(g: Tensor, shapes: list) -> list:
+    """A packed gradient as one gradient per output; None for an output whose gradient is
+    all zeros (not used), so backward formulas can skip its terms as PyTorch does."""
+    parts = unpack(g, shapes)
+    if g.data is None:
+        return parts
+    return [None if not p.data.any() else p for p in parts]

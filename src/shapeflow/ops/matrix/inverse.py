@@ -1,0 +1,197 @@
+"""Inverses and determinants: inv, det, slogdet, solve (LAPACK through NumPy)."""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from ...errors import DTypeError, ShapeError
+from ...shape import broadcast_shapes
+from ...tensor import Tensor, describe
+from ..base import OUT, X0, Op, apply
+from ._common import LinAlgError, check_float, check_matrix, lapack
+
+_KEEP_X_OUT = (X0, OUT)
+SlogdetResult = namedtuple("slogdet", ["sign", "logabsdet"])
+
+
+class Inv(Op):
+    name = "linalg.inv"
+
+    def infer(self, a):
+        check_matrix(self.name, a)
+        return a.shape, a.dtype
+
+    def saved(self, a, out):
+        return (OUT,)
+
+    def forward(self, a):
+        out = lapack(self.name, "the input is singular: it cannot be inverted",
+                     np.linalg.inv, a)
+        return out
+
+    def backward(self, g):
+        (inv_a,) = self.saved_tensors
+        t = inv_a.mT
+        return (-(t @ g @ t),)
+
+
+class Det(Op):
+    """det(A); its gradient is g * det(A) * A^-T, from the cofactors where A is singular."""
+
+    name = "linalg.det"
+
+    def infer(self, a):
+        check_matrix(self.name, a)
+        return tuple(a.shape[:-2]), a.dtype
+
+    def saved(self, a, out):
+        return _KEEP_X_OUT
+
+    def forward(self, a):
+        return np.asarray(np.linalg.det(a), a.dtype)
+
+    def backward(self, g):
+        a, det = self.saved_tensors
+        scale = (g * det).unsqueeze(-1).unsqueeze(-1)
+        if a.data is None or (det.data != 0).all():
+            return (scale * inv(a).mT,)
+        return (g.unsqueeze(-1).unsqueeze(-1) * apply(Cofactors(), a),)
+
+
+class Cofactors(Op):
+    """The cofactor matrix det(A) A^-T, from the SVD so that it is exact for singular A."""
+
+    name = "linalg.det_backward"
+    differentiable = False
+
+    def infer(self, a):
+        return a.shape, a.dtype
+
+    def forward(self, a):
+        u, s, vh = lapack("linalg.det", "the SVD did not converge", np.linalg.svd, a)
+        n = s.shape[-1]
+        # prod over j != i of s_j, as prefix times suffix products (no division by 0)
+        ones = np.ones(s.shape[:-1] + (1,), s.dtype)
+        before = np.cumprod(np.concatenate([ones, s[..., :-1]], -1), -1)
+        after = np.flip(np.cumprod(np.concatenate([ones, np.flip(s, -1)[..., :-1]], -1), -1),
+                        -1)
+        others = before * after
+        sign = np.linalg.det(u) * np.linalg.det(vh)
+        out = (u * others[..., None, :]) @ vh * sign[..., None, None]
+        return out.reshape(a.shape) if n else np.zeros_like(a)
+
+
+class LogAbsDet(Op):
+    """log |det(A)|; its gradient is g * A^-T."""
+
+    name = "linalg.slogdet"
+
+    def infer(self, a):
+        check_matrix(self.name, a)
+        return tuple(a.shape[:-2]), a.dtype
+
+    def saved(self, a, out):
+        return (X0,)
+
+    def forward(self, a):
+        return np.asarray(np.linalg.slogdet(a)[1], a.dtype)
+
+    def backward(self, g):
+        (a,) = self.saved_tensors
+        return (g.unsqueeze(-1).unsqueeze(-1) * inv(a).mT,)
+
+
+class DetSign(Op):
+    name = "linalg.slogdet"
+    differentiable = False
+
+    def infer(self, a):
+        check_matrix(self.name, a)
+        return tuple(a.shape[:-2]), a.dtype
+
+    def forward(self, a):
+        return np.asarray(np.linalg.slogdet(a)[0], a.dtype)
+
+
+class Solve(Op):
+    """X with A X = B, B a batch of matrices; batch dims broadcast."""
+
+    name = "linalg.solve"
+
+    def infer(self, a, b):
+        check_matrix(self.name, a)
+        check_float(self.name, b)
+        if a.dtype is not b.dtype:
+            raise DTypeError(f"{self.name}: A and B must have the same dtype, got {a.dtype} "
+                             f"and {b.dtype}", op=self.name,
+                             operands=[("A", describe(a)), ("B", describe(b))])
+        if b.ndim < 2 or b.shape[-2] != a.shape[-1]:
+            raise ShapeError(
+                f"{self.name}: B's rows ({b.shape[-2] if b.ndim >= 2 else b.shape}) must "
+                f"match A's size {a.shape[-1]}", op=self.name,
+                operands=[("A", describe(a)), ("B", describe(b))])
+        batch = broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]), self.name,
+                                 ("A", "B"))
+        return tuple(batch) + tuple(b.shape[-2:]), a.dtype
+
+    def saved(self, a, b, out):
+        return _KEEP_X_OUT if a.requires_grad else (X0,)
+
+    def forward(self, a, b):
+        if a.ndim > 2 or b.ndim > 2:
+            batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+            a = np.broadcast_to(a, batch + a.shape[-2:])
+            b = np.broadcast_to(b, batch + b.shape[-2:])
+        return lapack(self.name, "the input is singular: the system has no unique solution",
+                      np.linalg.solve, a, b)
+
+    def backward(self, g):
+        saved = self.saved_tensors
+        a = saved[0]
+        gb = apply(Solve(), a.mT, g)
+        ga = -(gb @ saved[1].mT) if self.needs_grad(0) else None
+        return ga, gb
+
+
+def inv(a: Tensor) -> Tensor:
+    """The inverse of a (batch of) square matrices; LinAlgError where one is singular."""
+    return apply(Inv(), a)
+
+
+def det(a: Tensor) -> Tensor:
+    """The determinant of a (batch of) square matrices."""
+    return apply(Det(), a)
+
+
+def slogdet(a: Tensor):
+    """(sign, log |det|) of a (batch of) square matrices; the log has the gradient."""
+    return SlogdetResult(apply(DetSign(), a), apply(LogAbsDet(), a))
+
+
+def logdet(a: Tensor) -> Tensor:
+    """log det(a): NaN where the determinant is negative, -inf where it is 0."""
+    from ..elementwise import where
+
+    sign, logabs = slogdet(a)
+    return where(sign < 0, float("nan"), logabs)
+
+
+def solve(a: Tensor, b: Tensor, *, left: bool = True) -> Tensor:
+    """X with A X = B (left) or X A = B; B a vector, a matrix, or batches of either."""
+    check_matrix("linalg.solve", a)
+    if not left:
+        return solve(a.mT, b.mT).mT
+    vector = b.ndim == 1 or (b.ndim == a.ndim - 1 and tuple(b.shape) == tuple(a.shape[:-1]))
+    if vector:
+        return apply(Solve(), a, b.unsqueeze(-1)).squeeze(-1)
+    return apply(Solve(), a, b)
+
+
+def inverse(a: Tensor) -> Tensor:
+    """torch.inverse: linalg.inv."""
+    return inv(a)
+
+
+__all__ = ["inv", "det", "slogdet", "logdet", "solve", "inverse", "LinAlgError"]

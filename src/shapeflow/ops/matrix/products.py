@@ -1,0 +1,157 @@
+"""Products built from matmul: addmm, addmv, addr, baddbmm, addbmm, vdot, cross, kron,
+cdist, tensordot. Composites: their gradients come from the primitives."""
+
+from __future__ import annotations
+
+from ...errors import DTypeError, ShapeError
+from ...shape import broadcast_shapes, normalize_dim
+from ...tensor import Tensor, describe
+from ..linalg import bmm, matmul, mm, mv, outer
+from ..movement import cat, narrow, permute, reshape
+from ..reduce import norm
+
+
+def _scaled_sum(input: Tensor, prod: Tensor, beta, alpha) -> Tensor:  # noqa: A002
+    """beta * input + alpha * prod; beta 0 ignores input (NaN in it does not propagate)."""
+    if alpha != 1:
+        prod = prod * alpha
+    if beta == 0:
+        shape = tuple(broadcast_shapes(input.shape, prod.shape, "add"))
+        return prod if shape == tuple(prod.shape) else prod.expand(shape).contiguous()
+    return (input if beta == 1 else input * beta) + prod
+
+
+def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:  # noqa: A002
+    """beta * input + alpha * (mat1 @ mat2), for matrices (input broadcasts)."""
+    return _scaled_sum(input, mm(mat1, mat2), beta, alpha)
+
+
+def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1) -> Tensor:  # noqa: A002
+    """beta * input + alpha * (mat @ vec)."""
+    return _scaled_sum(input, mv(mat, vec), beta, alpha)
+
+
+def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1) -> Tensor:  # noqa: A002
+    """beta * input + alpha * outer(vec1, vec2)."""
+    return _scaled_sum(input, outer(vec1, vec2), beta, alpha)
+
+
+def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1,  # noqa: A002
+            alpha=1) -> Tensor:
+    """beta * input + alpha * (batch1 @ batch2), batch by batch."""
+    return _scaled_sum(input, bmm(batch1, batch2), beta, alpha)
+
+
+def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1,  # noqa: A002
+           alpha=1) -> Tensor:
+    """beta * input + alpha * sum over the batch of batch1[i] @ batch2[i]."""
+    return _scaled_sum(input, bmm(batch1, batch2).sum(0), beta, alpha)
+
+
+def vdot(a: Tensor, b: Tensor) -> Tensor:
+    """The dot product of two 1-D tensors (real: the same as dot)."""
+    if a.ndim != 1 or b.ndim != 1:
+        raise ShapeError(f"vdot: expected two 1-D tensors, got {a.ndim}-D and {b.ndim}-D",
+                         op="vdot", operands=[("a", describe(a)), ("b", describe(b))])
+    return matmul(a, b)
+
+
+def cross(a: Tensor, b: Tensor, dim: int | None = None) -> Tensor:
+    """The cross product of 3-vectors along dim (broadcast); without dim, the first of size 3."""
+    shape = tuple(broadcast_shapes(a.shape, b.shape, "cross", ("input", "other")))
+    if dim is None:  # torch.cross's old default (linalg.cross uses -1)
+        dim = next((i for i, s in enumerate(shape) if s == 3), None)
+        if dim is None:
+            raise ShapeError(f"cross: no dim of size 3 in {describe(a)} and {describe(b)}",
+                             op="cross", operands=[("input", describe(a)),
+                                                   ("other", describe(b))])
+    d = normalize_dim(dim, len(shape), "cross")
+    if shape[d] != 3:
+        raise ShapeError(f"cross: dim {dim} must have size 3, got {shape[d]}", op="cross",
+                         operands=[("input", describe(a)), ("other", describe(b))])
+    a, b = a.expand(shape), b.expand(shape)
+    a1, a2, a3 = (narrow(a, d, i, 1) for i in range(3))
+    b1, b2, b3 = (narrow(b, d, i, 1) for i in range(3))
+    return cat([a2 * b3 - a3 * b2, a3 * b1 - a1 * b3, a1 * b2 - a2 * b1], d)
+
+
+def kron(a: Tensor, b: Tensor) -> Tensor:
+    """The Kronecker product: every element of a times the whole of b, as blocks."""
+    n = max(a.ndim, b.ndim)
+    sa = (1,) * (n - a.ndim) + tuple(a.shape)
+    sb = (1,) * (n - b.ndim) + tuple(b.shape)
+    ea = reshape(a, tuple(x for s in sa for x in (s, 1)))
+    eb = reshape(b, tuple(x for s in sb for x in (1, s)))
+    return reshape(ea * eb, tuple(x * y for x, y in zip(sa, sb)))
+
+
+def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
+          compute_mode: str = "use_mm_for_euclid_dist_if_necessary") -> Tensor:
+    """The p-norm distance between each row of x1 [.., P, M] and each of x2 [.., R, M]."""
+    if x1.ndim < 2 or x2.ndim < 2 or x1.shape[-1] != x2.shape[-1]:
+        raise ShapeError(
+            "cdist: expected x1 [..., P, M] and x2 [..., R, M] with the same M, got "
+            f"{describe(x1)} and {describe(x2)}", op="cdist",
+            operands=[("x1", describe(x1)), ("x2", describe(x2))])
+    if not x1.dtype.is_floating_point:
+        raise DTypeError(f"cdist: expected floating point tensors, got {x1.dtype}", op="cdist",
+                         operands=[("x1", describe(x1))])
+    if p < 0:
+        raise ShapeError(f"cdist: p must be non-negative, got {p}", op="cdist")
+    diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)  # [..., P, R, M]
+    return norm(diff, p, dim=-1)
+
+
+def tensordot(a: Tensor, b: Tensor, dims=2) -> Tensor:
+    """Contract the last `dims` dims of a with the first of b, or the listed dim pairs."""
+    if isinstance(dims, int):
+        if dims < 0:
+            raise ShapeError(f"tensordot: dims must be non-negative, got {dims}",
+                             op="tensordot")
+        da, db = list(range(a.ndim - dims, a.ndim)), list(range(dims))
+    else:
+        da, db = dims
+        da = [da] if isinstance(da, int) else list(da)
+        db = [db] if isinstance(db, int) else list(db)
+    if len(da) != len(db):
+        raise ShapeError(f"tensordot: both sides need as many dims, got {da} and {db}",
+                         op="tensordot")
+    da = [normalize_dim(d, a.ndim, "tensordot") for d in da]
+    db = [normalize_dim(d, b.ndim, "tensordot") for d in db]
+    for i, j in zip(da, db):
+        if a.shape[i] != b.shape[j]:
+            raise ShapeError(
+                f"tensordot: contracted dims differ in size: a's dim {i} is {a.shape[i]}, "
+                f"b's dim {j} is {b.shape[j]}", op="tensordot",
+                operands=[("a", describe(a)), ("b", describe(b))])
+    free_a = [i for i in range(a.ndim) if i not in da]
+    free_b = [j for j in range(b.ndim) if j not in db]
+    k = 1
+    for i in da:
+        k *= a.shape[i]
+    out_shape = tuple(a.shape[i] for i in free_a) + tuple(b.shape[j] for j in free_b)
+    am = reshape(permute(a, free_a + da), (-1, k))
+    bm = reshape(permute(b, db + free_b), (k, -1))
+    return reshape(mm(am, bm), out_shape)
+
+
+def _inplace(name: str, fn):
+    from ..inplace import inplace
+
+    def method(self, *args, **kwargs):
+        return inplace(self, name, lambda src, *a: fn(src, *a, **kwargs), *args)
+
+    method.__name__ = name
+    method.__doc__ = f"In-place {fn.__name__}."
+    return method
+
+
+addmm_ = _inplace("addmm_", addmm)
+addmv_ = _inplace("addmv_", addmv)
+addr_ = _inplace("addr_", addr)
+baddbmm_ = _inplace("baddbmm_", baddbmm)
+addbmm_ = _inplace("addbmm_", addbmm)
+
+METHODS = ("addmm_", "addmv_", "addr_", "baddbmm_", "addbmm_", "addmm", "addmv", "addr",
+           "baddbmm", "addbmm", "vdot", "cross", "kron")
+__all__ = [*METHODS[5:], "addmv_", "cdist", "tensordot"]
