@@ -7,8 +7,9 @@ layers compute with `shapeflow.nn.functional`.
 from . import functional, init, utils
 from .activation import GELU, ReLU, Sigmoid, SiLU, Softmax, Tanh
 from .attention import MultiheadAttention
+from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from .container import ModuleDict, ModuleList, Sequential
-from .conv import Conv2d
+from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from .dropout import Dropout
 from .flatten import Flatten, Unflatten
 from .linear import Identity, Linear, NonDynamicallyQuantizableLinear
@@ -16,7 +17,15 @@ from .loss import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
 from .module import Module, RemovableHandle, StateDictError
 from .normalization import LayerNorm, RMSNorm
 from .parameter import Parameter
-from .pooling import AvgPool2d, MaxPool2d
+from .pooling import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AdaptiveMaxPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    MaxPool1d,
+    MaxPool2d,
+)
 from .sparse import Embedding
 
 __all__ = [
@@ -25,6 +34,8 @@ __all__ = [
     "Dropout", "ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "Flatten", "Unflatten",
     "Sequential", "ModuleList", "ModuleDict", "Conv2d", "MaxPool2d", "AvgPool2d",
     "MultiheadAttention", "CrossEntropyLoss", "MSELoss", "L1Loss", "BCEWithLogitsLoss", "NLLLoss",
+    "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "Conv1d", "ConvTranspose1d", "ConvTranspose2d",
+    "MaxPool1d", "AvgPool1d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d",
 ]
 
 _EINOPS_LAYERS = ("Rearrange", "Reduce")  # from einops_layers, which imports einops

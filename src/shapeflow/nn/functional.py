@@ -1,14 +1,27 @@
 """`shapeflow.nn.functional` (imported as F): PyTorch's functional API over shapeflow's ops.
 
-Layers in `shapeflow.nn` call these; each is a primitive in `ops/nn.py`, `ops/conv.py` or
+Layers in `shapeflow.nn` call these; each is a primitive in `ops/nn/`, `ops/conv/` or
 `ops/elementwise/`, or a short composite of them.
 """
 
 from __future__ import annotations
 
 from ..ops import elementwise as _E
-from ..ops.conv import avg_pool2d, conv2d, max_pool2d
+from ..ops.conv import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_max_pool2d,
+    avg_pool1d,
+    avg_pool2d,
+    conv1d,
+    conv2d,
+    conv_transpose1d,
+    conv_transpose2d,
+    max_pool1d,
+    max_pool2d,
+)
 from ..ops.nn import (
+    batch_norm,
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
     cross_entropy,
@@ -63,5 +76,7 @@ __all__ = [
     "dropout", "cross_entropy", "nll_loss", "mse_loss", "l1_loss",
     "binary_cross_entropy_with_logits", "binary_cross_entropy", "scaled_dot_product_attention",
     "gelu", "relu", "silu", "tanh", "sigmoid", "softplus", "leaky_relu", "elu", "conv2d",
-    "max_pool2d", "avg_pool2d", "pad",
+    "max_pool2d", "avg_pool2d", "pad", "batch_norm", "conv1d", "conv_transpose1d",
+    "conv_transpose2d", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
+    "adaptive_max_pool2d",
 ]

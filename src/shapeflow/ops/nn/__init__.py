@@ -22,6 +22,11 @@ from .attention import (  # noqa: F401  (re-exported: importers use these)
     Attention,
     scaled_dot_product_attention,
 )
+from .batch_norm import (  # noqa: F401  (re-exported: importers use these)
+    BatchNorm,
+    BatchNormBackward,
+    batch_norm,
+)
 from .cross_entropy import (  # noqa: F401  (re-exported: importers use these)
     CrossEntropy,
     CrossEntropyBackward,
