@@ -89,6 +89,28 @@ class _ConvSpec:
         # [N, C, oh, ow, kh, kw] -> [C, kh, kw, N, oh, ow]
         return win.transpose(1, 4, 5, 0, 2, 3).reshape(G, C // G * kh * kw, N * oh * ow)
 
+    def channels_last(self, x: np.ndarray, kh: int, kw: int) -> bool:
+        """Whether to im2col through [N, H, W, C] (groups 1, more than one output pixel): the
+        window copy then moves k*C contiguous values at a time, not ow, about twice as fast
+        at small images (an 8x8 input has rows of 8)."""
+        if self.groups != 1 or x.dtype.itemsize < 4:
+            return False
+        oh, ow = self.out_hw(x.shape[2], x.shape[3], kh, kw)
+        return oh * ow > 1
+
+    def cols_nhwc(self, x: np.ndarray, kh: int, kw: int) -> np.ndarray:
+        """im2col in [N, oh * ow, kh * kw * C] layout, read from a channels-last padded copy."""
+        N, C, H, W = x.shape
+        oh, ow = self.out_hw(H, W, kh, kw)
+        pt, pb, pl, pr = self.pads
+        xp = np.zeros((N, H + pt + pb, W + pl + pr, C), x.dtype)
+        xp[:, pt:pt + H, pl:pl + W, :] = x.transpose(0, 2, 3, 1)
+        sN, sH, sW, sC = xp.strides
+        (s0, s1), (d0, d1) = self.stride, self.dilation
+        win = np.ndarray((N, oh, ow, kh, kw, C), xp.dtype, xp, 0,
+                         (sN, s0 * sH, s1 * sW, d0 * sH, d1 * sW, sC))
+        return win.reshape(N, oh * ow, kh * kw * C)
+
     def col2im(self, dcols: np.ndarray, x_shape, kh: int, kw: int) -> np.ndarray:
         """The adjoint of cols: add each column entry back to its input position."""
         N, C, H, W = x_shape
@@ -187,6 +209,17 @@ def _conv_forward(spec: _ConvSpec, x, w, b=None) -> np.ndarray:
     O, Cg, kh, kw = w.shape
     G = spec.groups
     oh, ow = spec.out_hw(x.shape[2], x.shape[3], kh, kw)
+    if spec.channels_last(x, kh, kw):
+        if kh == kw == 1 and spec.stride == (1, 1) and not any(spec.pads):
+            out = np.matmul(w.reshape(O, Cg), x.reshape(N, Cg, oh * ow))  # no copy of x
+        else:
+            w2 = np.ascontiguousarray(w.transpose(0, 2, 3, 1)).reshape(O, kh * kw * Cg)
+            # one small matmul per image, written straight into [N, O, oh*ow]
+            out = np.matmul(w2, spec.cols_nhwc(x, kh, kw).transpose(0, 2, 1))
+        out = out.reshape(N, O, oh, ow)
+        if b is not None:
+            out += b.reshape(O, 1, 1)
+        return out
     cols = spec.cols(x, kh, kw)                                  # [G, Cg*kh*kw, N*oh*ow]
     out = np.matmul(w.reshape(G, O // G, Cg * kh * kw), cols)    # [G, O/G, N*oh*ow]
     out = np.ascontiguousarray(out.reshape(O, N, oh, ow).transpose(1, 0, 2, 3))
@@ -265,6 +298,12 @@ class Conv2dWeightBackward(Op):
     def forward(self, x, g):
         O, Cg, kh, kw = self.w_shape
         G = self.spec.groups
+        if self.spec.channels_last(x, kh, kw):
+            K = kh * kw * Cg
+            cols = self.spec.cols_nhwc(x, kh, kw).reshape(-1, K)          # [N*L, K]
+            g_t = np.ascontiguousarray(g.transpose(1, 0, 2, 3)).reshape(O, -1)
+            dw = np.matmul(g_t, cols).reshape(O, kh, kw, Cg)
+            return np.ascontiguousarray(dw.transpose(0, 3, 1, 2))
         cols = self.spec.cols(x, kh, kw)                                  # [G, CKg, N*L]
         g_t = np.ascontiguousarray(g.transpose(1, 0, 2, 3)).reshape(G, O // G, -1)
         dw = np.matmul(g_t, cols.transpose(0, 2, 1))                      # [G, O/G, CKg]
