@@ -7,15 +7,15 @@ layers compute with `shapeflow.nn.functional`.
 from . import functional, init, utils
 from .activation import GELU, ReLU, Sigmoid, SiLU, Softmax, Tanh
 from .attention import MultiheadAttention
-from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
+from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, InstanceNorm1d, InstanceNorm2d
 from .container import ModuleDict, ModuleList, Sequential
-from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d
 from .dropout import Dropout
 from .flatten import Flatten, Unflatten
 from .linear import Identity, Linear, NonDynamicallyQuantizableLinear
 from .loss import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
 from .module import Module, RemovableHandle, StateDictError
-from .normalization import LayerNorm, RMSNorm
+from .normalization import GroupNorm, LayerNorm, RMSNorm
 from .parameter import Parameter
 from .pooling import (
     AdaptiveAvgPool1d,
@@ -26,6 +26,7 @@ from .pooling import (
     MaxPool1d,
     MaxPool2d,
 )
+from .resample import Fold, PixelShuffle, PixelUnshuffle, Unfold, Upsample
 from .sparse import Embedding
 
 __all__ = [
@@ -36,6 +37,8 @@ __all__ = [
     "MultiheadAttention", "CrossEntropyLoss", "MSELoss", "L1Loss", "BCEWithLogitsLoss", "NLLLoss",
     "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "Conv1d", "ConvTranspose1d", "ConvTranspose2d",
     "MaxPool1d", "AvgPool1d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d",
+    "GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "Conv3d", "Upsample", "PixelShuffle",
+    "PixelUnshuffle", "Unfold", "Fold",
 ]
 
 _EINOPS_LAYERS = ("Rearrange", "Reduce")  # from einops_layers, which imports einops

@@ -1,4 +1,4 @@
-"""BatchNorm1d/2d/3d: per-channel normalization with running estimates for eval."""
+"""BatchNorm1d/2d/3d and InstanceNorm1d/2d: per-channel normalization, running estimates."""
 
 from __future__ import annotations
 
@@ -123,3 +123,43 @@ class BatchNorm3d(_BatchNorm):
 
     _dims = (5,)
     _layout = "[N, C, D, H, W]"
+
+
+class _InstanceNorm(_NormBase):
+    """Statistics per sample and channel; running estimates only if track_running_stats."""
+
+    _dims: tuple = ()
+    _layout = ""
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1,
+                 affine: bool = False, track_running_stats: bool = False, device=None,
+                 dtype=None, *, bias: bool = True) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
+                         dtype, bias=bias)
+
+    def forward(self, input):
+        name = type(self).__name__
+        if input.ndim not in self._dims:
+            raise ShapeError(f"{name}: expected {self._dims[0]}-D (unbatched) or "
+                             f"{self._dims[1]}-D input {self._layout}, got {input.ndim}-D input "
+                             f"{format_shape(input.shape)}", op=name)
+        unbatched = input.ndim == self._dims[0]
+        x = input.unsqueeze(0) if unbatched else input
+        out = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                              self.training or not self.track_running_stats,
+                              self.momentum if self.momentum is not None else 0.1, self.eps)
+        return out.squeeze(0) if unbatched else out
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Instance normalization over [N, C, L] (or [C, L]): statistics per sample and channel."""
+
+    _dims = (2, 3)
+    _layout = "[N, C, L]"
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Instance normalization over [N, C, H, W] (or [C, H, W])."""
+
+    _dims = (3, 4)
+    _layout = "[N, C, H, W]"

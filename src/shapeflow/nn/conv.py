@@ -1,4 +1,4 @@
-"""Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d (PyTorch's parameters and layouts)."""
+"""Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d (PyTorch's parameters and layouts)."""
 
 from __future__ import annotations
 
@@ -130,6 +130,13 @@ class Conv2d(_ConvNd):
 
     _n = 2
     _fn = staticmethod(F.conv2d)
+
+
+class Conv3d(_ConvNd):
+    """3-D convolution over [N, C_in, D, H, W]; weight [C_out, C_in / groups, kD, kH, kW]."""
+
+    _n = 3
+    _fn = staticmethod(F.conv3d)
 
 
 class _ConvTransposeNd(_ConvNd):

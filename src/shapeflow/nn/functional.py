@@ -15,10 +15,16 @@ from ..ops.conv import (
     avg_pool2d,
     conv1d,
     conv2d,
+    conv3d,
     conv_transpose1d,
     conv_transpose2d,
+    fold,
+    interpolate,
     max_pool1d,
     max_pool2d,
+    pixel_shuffle,
+    pixel_unshuffle,
+    unfold,
 )
 from ..ops.nn import (
     batch_norm,
@@ -28,6 +34,8 @@ from ..ops.nn import (
     dropout,
     elu,
     embedding,
+    group_norm,
+    instance_norm,
     l1_loss,
     layer_norm,
     leaky_relu,
@@ -35,6 +43,7 @@ from ..ops.nn import (
     log_softmax,
     mse_loss,
     nll_loss,
+    normalize,
     one_hot,
     rms_norm,
     scaled_dot_product_attention,
@@ -58,6 +67,12 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
     return _E.silu(input)
 
 
+def upsample(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",
+             align_corners: bool | None = None) -> Tensor:
+    """The older name of interpolate (PyTorch keeps it, deprecated)."""
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
 def pad(input: Tensor, pad, mode: str = "constant", value=None) -> Tensor:
     """Pad the last dims (PyTorch's F.pad): pad = (left, right, top, bottom, ...)."""
     from ..ops import movement
@@ -78,5 +93,6 @@ __all__ = [
     "gelu", "relu", "silu", "tanh", "sigmoid", "softplus", "leaky_relu", "elu", "conv2d",
     "max_pool2d", "avg_pool2d", "pad", "batch_norm", "conv1d", "conv_transpose1d",
     "conv_transpose2d", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
-    "adaptive_max_pool2d",
+    "adaptive_max_pool2d", "group_norm", "instance_norm", "normalize", "conv3d", "interpolate",
+    "upsample", "pixel_shuffle", "pixel_unshuffle", "unfold", "fold",
 ]

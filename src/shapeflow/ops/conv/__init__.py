@@ -6,7 +6,7 @@ resample (interpolate, pixel shuffle, fold / unfold).
 """
 
 from .conv2d import conv2d
-from .convnd import conv1d, conv_transpose1d, conv_transpose2d
+from .convnd import conv1d, conv3d, conv_transpose1d, conv_transpose2d
 from .pool import (  # noqa: F401  (the 2-D adaptive pools: for nn.functional)
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,
@@ -15,8 +15,10 @@ from .pool import (  # noqa: F401  (the 2-D adaptive pools: for nn.functional)
     max_pool1d,
 )
 from .pool2d import avg_pool2d, max_pool2d
+from .resample import fold, interpolate, pixel_shuffle, pixel_unshuffle, unfold  # noqa: F401
 
 METHODS = ()
 # sf.X for the ones torch.X has (the 2-D adaptive pools are only in nn.functional there)
-__all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool1d",
-           "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d"]
+__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "max_pool1d",
+           "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "pixel_shuffle",
+           "pixel_unshuffle"]

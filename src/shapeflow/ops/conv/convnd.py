@@ -1,8 +1,9 @@
-"""conv1d and the transposed convolutions, built on conv2d's three primitives.
+"""conv1d, conv3d and the transposed convolutions, built on conv2d's three primitives.
 
 conv1d is conv2d over [N, C, 1, L] (a view, no copy); a transposed convolution is exactly
 conv2d's input-gradient primitive with the weight read as [C_in, C_out/groups, kh, kw],
-so both inherit conv2d's kernels, backward and grad-of-grad.
+so both inherit conv2d's kernels, backward and grad-of-grad. conv3d is a sum over its kd
+depth taps of conv2d over [N * D_out, C, H, W] depth slices.
 """
 
 from __future__ import annotations
@@ -139,3 +140,59 @@ def _transpose(op, input, weight, bias, s, p, o, d, groups) -> Tensor:
     if bias is not None:
         out = out + bias.reshape(-1, 1, 1)
     return out.squeeze(0) if input.ndim == 3 else out
+
+
+def _triple(v, name: str, op: str, low: int) -> tuple:
+    if isinstance(v, (tuple, list)):
+        if len(v) != 3:
+            raise ValueError(f"{op}: {name} must be an int or a triple, got {v!r}")
+        v = tuple(int(a) for a in v)
+    else:
+        v = (int(v),) * 3
+    if min(v) < low:
+        raise ValueError(f"{op}: {name} must be >= {low}, got {v}")
+    return v
+
+
+def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+           dilation=1, groups: int = 1) -> Tensor:
+    """3-D cross-correlation over [N, C, D, H, W] (or [C, D, H, W]); weight
+    [O, C/groups, kd, kh, kw]."""
+    op = "conv3d"
+    _check_channels(op, input, weight, 1, groups, "[N, C, D, H, W]",
+                    "[out_channels, in_channels/groups, kd, kh, kw]")
+    s, d = _triple(stride, "stride", op, 1), _triple(dilation, "dilation", op, 1)
+    kd = weight.shape[2]
+    if isinstance(padding, str):
+        if padding not in ("same", "valid"):
+            raise ValueError(f"{op}: padding must be an int, a triple, 'valid' or 'same', got "
+                             f"{padding!r}")
+        if padding == "same" and s != (1, 1, 1):
+            raise ValueError(f"{op}: padding='same' needs stride 1")
+        total = d[0] * (kd - 1) if padding == "same" else 0
+        depth_pads, hw_pad = (total // 2, total - total // 2), padding
+    else:
+        p = _triple(padding, "padding", op, 0)
+        depth_pads, hw_pad = (p[0], p[0]), (p[1], p[2])
+    x = input.unsqueeze(0) if input.ndim == 4 else input
+    if any(depth_pads):
+        from ..movement import pad
+
+        x = pad(x, (0, 0, 0, 0) + depth_pads)
+    N, C, D, H, W = x.shape
+    Do = (D - d[0] * (kd - 1) - 1) // s[0] + 1
+    if type(Do) is int and Do < 1:
+        raise ShapeError(f"{op}: the kernel depth (effective {d[0] * (kd - 1) + 1}) is larger "
+                         f"than the padded input depth {D}", op=op,
+                         operands=[("input", describe(input)), ("weight", describe(weight))])
+    out = None
+    for i in range(kd):  # one conv2d per depth tap over every output depth at once
+        start = i * d[0]
+        xi = x[:, :, start:start + s[0] * (Do - 1) + 1:s[0]].transpose(1, 2)
+        yi = conv2d(xi.reshape(N * Do, C, H, W), weight[:, :, i], None, s[1:], hw_pad, d[1:],
+                    groups)
+        out = yi if out is None else out + yi
+    out = out.reshape(N, Do, out.shape[1], out.shape[2], out.shape[3]).transpose(1, 2)
+    if bias is not None:
+        out = out + bias.reshape(-1, 1, 1, 1)
+    return out.squeeze(0) if input.ndim == 4 else out

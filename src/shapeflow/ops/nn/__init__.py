@@ -47,6 +47,11 @@ from .embedding import (  # noqa: F401  (re-exported: importers use these)
     embedding,
     one_hot,
 )
+from .group_norm import (  # noqa: F401  (re-exported: importers use these)
+    group_norm,
+    instance_norm,
+    normalize,
+)
 from .linear import (  # noqa: F401  (re-exported: importers use these)
     Linear,
     linear,
