@@ -153,6 +153,18 @@ def test_batch_norm_training_matches_torch(shape, affine):
     check_op(fn(F), fn(TF), normal(*shape) * 2 + 1, *wb, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_norm_bias_without_weight(training):
+    rm, rv = np.zeros(3, np.float32), np.ones(3, np.float32)
+
+    def fn(lib, wrap):
+        return lambda x, b: lib.batch_norm(x, wrap(rm.copy()), wrap(rv.copy()), None, b,
+                                           training=training)
+
+    check_op(fn(F, sf.from_numpy), fn(TF, torch.from_numpy), normal(4, 3, 5) + 2,
+             normal(3, seed=2), rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.parametrize("shape", [(5, 3), (3, 3, 4, 5)])
 def test_batch_norm_eval_matches_torch(shape):
     rm, rv = normal(3, seed=3).astype(np.float32), (normal(3, seed=4) ** 2 + 0.5).astype(

@@ -80,7 +80,9 @@ class BatchNorm(Op):
             kept += (_W,)
         return kept
 
-    def forward(self, x, w=None, b=None):
+    def forward(self, x, *wb):
+        w = wb[0] if self.has_w else None
+        b = wb[-1] if self.has_b else None
         cdt = _compute_np(_dt.from_numpy_dtype(x.dtype))
         x3 = _rows(x)
         if x3.dtype != cdt:
