@@ -33,8 +33,9 @@ import torch  # noqa: E402
 import shapeflow as sf  # noqa: E402
 from benchmarks import numpy_gpt, numpy_mlp, tinygrad_mlp  # noqa: E402
 from shapeflow.backend import buffers, gemm, kernels  # noqa: E402
-from shapeflow.models import GPT, MLP, ViT  # noqa: E402
+from shapeflow.models import GPT, MLP, ResNet, ViT  # noqa: E402
 from shapeflow.nn import functional as F  # noqa: E402
+from tests.models.twin_resnet import TorchResNet  # noqa: E402
 from tests.models.twins import TorchGPT, TorchViT, copy_weights  # noqa: E402
 
 torch.set_num_threads(1)
@@ -151,6 +152,26 @@ def vit_step():
                   lambda m: torch.nn.functional.cross_entropy(m(tx), ty))
 
 
+# the `shapeflow train resnet` model: ResNet-18's layout, one block a stage, 8x8 images
+RESNET_DIGITS = dict(layers=(1, 1, 1, 1), num_classes=10, in_channels=1, width=16,
+                     small_input=True)
+
+
+def resnet_step():
+    sf.manual_seed(0)
+    model = ResNet(**RESNET_DIGITS)
+    twin = TorchResNet(**RESNET_DIGITS)
+    twin.load_state_dict({k: torch.from_numpy(np.array(v.numpy()))
+                          for k, v in model.state_dict().items()})
+    rng = np.random.default_rng(0)
+    xa, ya = rng.random((32, 1, 8, 8), np.float32), rng.integers(0, 10, 32)
+    x, y, tx, ty = sf.tensor(xa), sf.tensor(ya), torch.tensor(xa), torch.tensor(ya)
+    return _steps(model, twin, lambda p: sf.optim.SGD(p, lr=0.01, momentum=0.9),
+                  lambda p: torch.optim.SGD(p, lr=0.01, momentum=0.9, foreach=False),
+                  lambda m: F.cross_entropy(m(x), y),
+                  lambda m: torch.nn.functional.cross_entropy(m(tx), ty))
+
+
 def gpt_step(n_layer: int, n_embd: int, T: int = 64, batch: int = 16):
     cfg = dict(vocab_size=65, block_size=T, n_layer=n_layer, n_head=4, n_embd=n_embd)
     sf.manual_seed(0)
@@ -205,7 +226,7 @@ def import_time(module: str, n: int) -> float:
 
 # ---- the table --------------------------------------------------------------------------------
 TARGETS = {"mlp_step": 1.0, "vit_step": 1.1, "gpt_2l_d128": 1.1, "gpt_4l_d256": 1.1,
-           "gpt_4l_d256_t512": 1.0,
+           "gpt_4l_d256_t512": 1.0, "resnet_step": 1.2,
            "add_4x4_grad": 1.0, "matmul_4x4_grad": 1.0}
 
 
@@ -214,9 +235,20 @@ def main(argv=None) -> int:
     p.add_argument("--quick", action="store_true", help="fewer rounds (under a minute)")
     p.add_argument("--json", default=str(ROOT / "benchmarks" / "results.json"),
                    help="where to write the results")
+    p.add_argument("--only", help="one model step (e.g. resnet_step): that row and its note")
     args = p.parse_args(argv)
     q = args.quick
     rounds = 3 if q else 7
+    if args.only:  # one step row, printed, nothing written: a cheap check on a shared machine
+        makers = {"resnet_step": (resnet_step, 3), "vit_step": (vit_step, 5),
+                  "mlp_step": (mlp_step, 20)}
+        make, number = makers[args.only]
+        r = compare(make(), rounds, 3 if q else 5, number)
+        s, t = r["shapeflow"]["median_s"], r["torch"]["median_s"]
+        print(f"{args.only}: shapeflow {_fmt(s)}, torch {_fmt(t)}, ratio {s / t:.2f} "
+              f"(target {TARGETS.get(args.only)}), spread "
+              f"{r['shapeflow']['spread']:.0%}/{r['torch']['spread']:.0%}")
+        return 0
     rows = {}
     for op in ("add", "matmul"):
         for grad in (False, True):
@@ -226,7 +258,8 @@ def main(argv=None) -> int:
     steps = {"mlp_step": (mlp_step, 20), "vit_step": (vit_step, 5),
              "gpt_2l_d128": (lambda: gpt_step(2, 128), 1),
              "gpt_4l_d256": (lambda: gpt_step(4, 256), 1),
-             "gpt_4l_d256_t512": (lambda: gpt_step(4, 256, T=512, batch=4), 1)}
+             "gpt_4l_d256_t512": (lambda: gpt_step(4, 256, T=512, batch=4), 1),
+             "resnet_step": (resnet_step, 3)}
     for name, (make, number) in steps.items():
         rows[name] = compare(make(), rounds, 3 if q else 5, number)
     flops = sgemm_flops(q)

@@ -1,4 +1,4 @@
-"""`shapeflow train gpt`: a character-level GPT on the bundled text."""
+"""`shapeflow train gpt|resnet`: a character-level GPT on the bundled text, a ResNet on digits."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import time
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register the `train` subcommand on an argparse subparsers object."""
     t = subparsers.add_parser("train", help="train a reference model on bundled data")
-    t.add_argument("model", choices=["gpt"])
+    t.add_argument("model", choices=["gpt", "resnet"])
     t.add_argument("--steps", type=int, default=300)
     t.add_argument("--batch-size", type=int, default=32)
     t.add_argument("--block-size", type=int, default=64)
@@ -19,6 +19,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     t.add_argument("--heads", type=int, default=4)
     t.add_argument("--lr", type=float, default=3e-3)
     t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--epochs", type=int, default=4, help="resnet: passes over the digits")
+    t.add_argument("--width", type=int, default=16, help="resnet: channels of the first stage")
     t.add_argument("--sample-tokens", type=int, default=200)
     t.add_argument("--nproc", type=int, default=1,
                    help="data-parallel ranks (MPI); --batch-size is split among them")
@@ -27,6 +29,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run `shapeflow train` with parsed arguments; the exit status."""
+    if args.model == "resnet":
+        from .train_resnet import train_resnet
+
+        train_resnet(epochs=args.epochs, batch_size=args.batch_size, width=args.width,
+                     lr=args.lr, seed=args.seed)
+        return 0
     if args.model != "gpt":
         print(f"unknown model {args.model!r}: only 'gpt' can be trained from the CLI",
               file=sys.stderr)

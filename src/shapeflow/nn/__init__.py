@@ -9,16 +9,26 @@ from .activation import GELU, ReLU, Sigmoid, SiLU, Softmax, Tanh
 from .activation_extra import *  # noqa: F403  (ReLU6, SELU, CELU, PReLU, GLU, Mish...)
 from .activation_extra import __all__ as _ACTIVATIONS
 from .attention import MultiheadAttention
+from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, InstanceNorm1d, InstanceNorm2d
 from .container import ModuleDict, ModuleList, Sequential
-from .conv import Conv2d
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d
 from .dropout import Dropout
 from .flatten import Flatten, Unflatten
 from .linear import Identity, Linear, NonDynamicallyQuantizableLinear
 from .loss import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
 from .module import Module, RemovableHandle, StateDictError
-from .normalization import LayerNorm, RMSNorm
+from .normalization import GroupNorm, LayerNorm, RMSNorm
 from .parameter import Parameter
-from .pooling import AvgPool2d, MaxPool2d
+from .pooling import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AdaptiveMaxPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    MaxPool1d,
+    MaxPool2d,
+)
+from .resample import Fold, PixelShuffle, PixelUnshuffle, Unfold, Upsample
 from .sparse import Embedding
 
 __all__ = [
@@ -29,6 +39,10 @@ __all__ = [
     "Sequential", "ModuleList", "ModuleDict", "Conv2d", "MaxPool2d", "AvgPool2d",
     "MultiheadAttention", "CrossEntropyLoss", "MSELoss", "L1Loss", "BCEWithLogitsLoss", "NLLLoss",
     *_ACTIVATIONS,
+    "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "Conv1d", "ConvTranspose1d", "ConvTranspose2d",
+    "MaxPool1d", "AvgPool1d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d",
+    "GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "Conv3d", "Upsample", "PixelShuffle",
+    "PixelUnshuffle", "Unfold", "Fold",
 ]
 
 _EINOPS_LAYERS = ("Rearrange", "Reduce")  # from einops_layers, which imports einops

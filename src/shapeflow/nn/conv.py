@@ -1,4 +1,4 @@
-"""Conv2d."""
+"""Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d (PyTorch's parameters and layouts)."""
 
 from __future__ import annotations
 
@@ -14,19 +14,29 @@ from .parameter import Parameter
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
 
-def _pair(x) -> tuple:
+def _ntuple(x, n: int) -> tuple:
     if isinstance(x, (tuple, list)):
+        if len(x) != n:
+            raise ValueError(f"expected an int or {n} values, got {x!r}")
         return tuple(x)
-    return (x, x)
+    return (x,) * n
 
 
-class Conv2d(Module):
-    """2-D convolution over [N, C_in, H, W]; weight [C_out, C_in / groups, kH, kW]."""
+def _pair(x) -> tuple:
+    return _ntuple(x, 2)
+
+
+class _ConvNd(Module):
+    """The parameters every convolution shares; `_n` spatial dims, `transposed` or not."""
+
+    _n = 2
+    transposed = False
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
                  dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
-                 device=None, dtype=None) -> None:
+                 device=None, dtype=None, output_padding=0) -> None:
         super().__init__()
+        n = self._n
         if groups <= 0:
             raise ShapeError("groups must be a positive integer")
         if in_channels % groups != 0:
@@ -39,17 +49,20 @@ class Conv2d(Module):
                                  "{'valid', 'same'}")
             if padding == "same" and any(s != 1 for s in _pair(stride)):
                 raise ShapeError("padding='same' is not supported for strided convolutions")
+            if self.transposed:
+                raise ShapeError(f"{type(self).__name__}: padding must be an int or a tuple")
         if padding_mode not in _PADDING_MODES:
             raise ShapeError(f"padding_mode must be one of {_PADDING_MODES}, but got "
                              f"padding_mode='{padding_mode}'")
+        if self.transposed and padding_mode != "zeros":
+            raise ShapeError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
         self.in_channels = in_channels
         self.out_channels = out_channels
-        self.kernel_size = _pair(kernel_size)
-        self.stride = _pair(stride)
-        self.padding = padding if isinstance(padding, str) else _pair(padding)
-        self.dilation = _pair(dilation)
-        self.transposed = False
-        self.output_padding = (0, 0)
+        self.kernel_size = _ntuple(kernel_size, n)
+        self.stride = _ntuple(stride, n)
+        self.padding = padding if isinstance(padding, str) else _ntuple(padding, n)
+        self.dilation = _ntuple(dilation, n)
+        self.output_padding = _ntuple(output_padding, n)
         self.groups = groups
         self.padding_mode = padding_mode
         if isinstance(self.padding, str):
@@ -62,8 +75,9 @@ class Conv2d(Module):
         else:
             self._reversed_padding_repeated_twice = [p for p in reversed(self.padding)
                                                      for _ in range(2)]
-        self.weight = Parameter(empty((out_channels, in_channels // groups, *self.kernel_size),
-                                      device=device, dtype=dtype))
+        wshape = (in_channels, out_channels // groups) if self.transposed else \
+            (out_channels, in_channels // groups)
+        self.weight = Parameter(empty((*wshape, *self.kernel_size), device=device, dtype=dtype))
         if bias:
             self.bias = Parameter(empty((out_channels,), device=device, dtype=dtype))
         else:
@@ -79,18 +93,21 @@ class Conv2d(Module):
                 init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input):
+        fn = self._fn
         if self.padding_mode != "zeros":
             padded = F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
-            return F.conv2d(padded, self.weight, self.bias, self.stride, (0, 0), self.dilation,
-                            self.groups)
-        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
-                        self.groups)
+            return fn(padded, self.weight, self.bias, self.stride, (0,) * self._n,
+                      self.dilation, self.groups)
+        return fn(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                  self.groups)
 
     def extra_repr(self) -> str:
         s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
              f"stride={self.stride}")
         if self.padding != (0,) * len(self.padding):
             s += f", padding={self.padding}"
+        if self.output_padding != (0,) * len(self.output_padding):
+            s += f", output_padding={self.output_padding}"
         if self.dilation != (1,) * len(self.dilation):
             s += f", dilation={self.dilation}"
         if self.groups != 1:
@@ -100,3 +117,72 @@ class Conv2d(Module):
         if self.padding_mode != "zeros":
             s += f", padding_mode={self.padding_mode}"
         return s
+
+
+class Conv1d(_ConvNd):
+    """1-D convolution over [N, C_in, L]; weight [C_out, C_in / groups, k]."""
+
+    _n = 1
+    _fn = staticmethod(F.conv1d)
+
+
+class Conv2d(_ConvNd):
+    """2-D convolution over [N, C_in, H, W]; weight [C_out, C_in / groups, kH, kW]."""
+
+    _n = 2
+    _fn = staticmethod(F.conv2d)
+
+
+class Conv3d(_ConvNd):
+    """3-D convolution over [N, C_in, D, H, W]; weight [C_out, C_in / groups, kD, kH, kW]."""
+
+    _n = 3
+    _fn = staticmethod(F.conv3d)
+
+
+class _ConvTransposeNd(_ConvNd):
+    transposed = True
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups: int = 1, bias: bool = True, dilation=1,
+                 padding_mode: str = "zeros", device=None, dtype=None) -> None:
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, padding_mode, device, dtype, output_padding)
+
+    def _output_padding(self, input, output_size) -> tuple:
+        """The output_padding that gives output_size (PyTorch's rule), else the attribute."""
+        if output_size is None:
+            return self.output_padding
+        n = self._n
+        want = tuple(output_size)[-n:]
+        spatial = tuple(input.shape)[-n:]
+        pads = []
+        for i in range(n):
+            least = ((spatial[i] - 1) * self.stride[i] - 2 * self.padding[i] +
+                     self.dilation[i] * (self.kernel_size[i] - 1) + 1)
+            extra = int(want[i]) - least
+            top = max(self.stride[i], self.dilation[i])
+            if not 0 <= extra < top:
+                raise ValueError(f"{type(self).__name__}: requested output size {tuple(want)} "
+                                 f"is not reachable from input {tuple(spatial)} (dim {i} can "
+                                 f"be {least} to {least + top - 1})")
+            pads.append(extra)
+        return tuple(pads)
+
+    def forward(self, input, output_size=None):
+        return self._fn(input, self.weight, self.bias, self.stride, self.padding,
+                        self._output_padding(input, output_size), self.groups, self.dilation)
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    """Transposed 1-D convolution over [N, C_in, L]; weight [C_in, C_out / groups, k]."""
+
+    _n = 1
+    _fn = staticmethod(F.conv_transpose1d)
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """Transposed 2-D convolution over [N, C_in, H, W]; weight [C_in, C_out / groups, kH, kW]."""
+
+    _n = 2
+    _fn = staticmethod(F.conv_transpose2d)

@@ -1,20 +1,41 @@
 """`shapeflow.nn.functional` (imported as F): PyTorch's functional API over shapeflow's ops.
 
-Layers in `shapeflow.nn` call these; each is a primitive in `ops/nn.py`, `ops/conv.py` or
+Layers in `shapeflow.nn` call these; each is a primitive in `ops/nn/`, `ops/conv/` or
 `ops/elementwise/`, or a short composite of them.
 """
 
 from __future__ import annotations
 
 from ..ops import elementwise as _E
-from ..ops.conv import avg_pool2d, conv2d, max_pool2d
+from ..ops.conv import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_max_pool2d,
+    avg_pool1d,
+    avg_pool2d,
+    conv1d,
+    conv2d,
+    conv3d,
+    conv_transpose1d,
+    conv_transpose2d,
+    fold,
+    interpolate,
+    max_pool1d,
+    max_pool2d,
+    pixel_shuffle,
+    pixel_unshuffle,
+    unfold,
+)
 from ..ops.nn import (
+    batch_norm,
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
     cross_entropy,
     dropout,
     elu,
     embedding,
+    group_norm,
+    instance_norm,
     l1_loss,
     layer_norm,
     leaky_relu,
@@ -22,6 +43,7 @@ from ..ops.nn import (
     log_softmax,
     mse_loss,
     nll_loss,
+    normalize,
     one_hot,
     rms_norm,
     scaled_dot_product_attention,
@@ -62,6 +84,12 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
     return _E.silu(input)
 
 
+def upsample(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",
+             align_corners: bool | None = None) -> Tensor:
+    """The older name of interpolate (PyTorch keeps it, deprecated)."""
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
 def pad(input: Tensor, pad, mode: str = "constant", value=None) -> Tensor:
     """Pad the last dims (PyTorch's F.pad): pad = (left, right, top, bottom, ...)."""
     from ..ops import movement
@@ -83,4 +111,8 @@ __all__ = [
     "max_pool2d", "avg_pool2d", "pad", "celu", "glu", "hardshrink", "hardsigmoid", "hardswish",
     "hardtanh", "logsigmoid", "mish", "prelu", "relu6", "selu", "softmin", "softshrink",
     "softsign", "tanhshrink",
+    "batch_norm", "conv1d", "conv_transpose1d",
+    "conv_transpose2d", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
+    "adaptive_max_pool2d", "group_norm", "instance_norm", "normalize", "conv3d", "interpolate",
+    "upsample", "pixel_shuffle", "pixel_unshuffle", "unfold", "fold",
 ]

@@ -40,6 +40,11 @@ from .attention import (  # noqa: F401  (re-exported: importers use these)
     Attention,
     scaled_dot_product_attention,
 )
+from .batch_norm import (  # noqa: F401  (re-exported: importers use these)
+    BatchNorm,
+    BatchNormBackward,
+    batch_norm,
+)
 from .cross_entropy import (  # noqa: F401  (re-exported: importers use these)
     CrossEntropy,
     CrossEntropyBackward,
@@ -59,6 +64,11 @@ from .embedding import (  # noqa: F401  (re-exported: importers use these)
     OneHot,
     embedding,
     one_hot,
+)
+from .group_norm import (  # noqa: F401  (re-exported: importers use these)
+    group_norm,
+    instance_norm,
+    normalize,
 )
 from .linear import (  # noqa: F401  (re-exported: importers use these)
     Linear,

@@ -1,0 +1,361 @@
+"""2-D convolution over [N, C, H, W] (im2col + one matmul per group).
+
+Convolution is bilinear, so its three primitives close under differentiation:
+conv2d(x, w) -> y, conv2d_input_backward(g, w) -> dx (a transposed convolution) and
+conv2d_weight_backward(x, g) -> dw; each one's backward is written with the other two,
+so grads of grads work.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from ...errors import DTypeError, ShapeRuntimeError
+from ...shape import dims_equal, format_shape
+from ...tensor import Tensor, describe
+from ..base import LAYER_INPUT, Op, Saved, apply
+
+_X = Saved.input(0, LAYER_INPUT)
+_W = Saved.input(1)
+
+
+def _pair(v, name: str, op: str, low: int) -> tuple:
+    if isinstance(v, (tuple, list)):
+        if len(v) != 2:
+            raise ValueError(f"{op}: {name} must be an int or a pair, got {v!r}")
+        v = (int(v[0]), int(v[1]))
+    else:
+        v = (int(v), int(v))
+    if v[0] < low or v[1] < low:
+        raise ValueError(f"{op}: {name} must be >= {low}, got {v}")
+    return v
+
+
+def _out_size(n, pad_total: int, eff: int, stride: int):
+    """floor((n + pads - eff) / stride) + 1; `//` so symbolic sizes work too."""
+    return (n + pad_total - eff) // stride + 1
+
+
+def _padded(x: np.ndarray, pads, fill=0.0, extra=(0, 0)) -> np.ndarray:
+    """x [N, C, H, W] padded by (top, bottom, left, right) (+ extra bottom/right rows)."""
+    pt, pb, pl, pr = pads
+    pb, pr = pb + extra[0], pr + extra[1]
+    if not (pt or pb or pl or pr):
+        return x
+    N, C, H, W = x.shape
+    shape = (N, C, H + pt + pb, W + pl + pr)
+    out = np.zeros(shape, x.dtype) if fill == 0 else np.full(shape, fill, x.dtype)
+    out[:, :, pt:pt + H, pl:pl + W] = x
+    return out
+
+
+def _offsets(kh, kw, dil, stride, oh, ow):
+    """For each kernel offset (i, j): the strided slices of the padded input it reads."""
+    for i in range(kh):
+        for j in range(kw):
+            r0, c0 = i * dil[0], j * dil[1]
+            yield i * kw + j, (slice(r0, r0 + stride[0] * (oh - 1) + 1, stride[0]),
+                               slice(c0, c0 + stride[1] * (ow - 1) + 1, stride[1]))
+
+
+class _ConvSpec:
+    """The attributes shared by conv2d and its two backward primitives."""
+
+    __slots__ = ("stride", "pads", "dilation", "groups")
+
+    def __init__(self, stride, pads, dilation, groups) -> None:
+        self.stride, self.pads, self.dilation, self.groups = stride, pads, dilation, groups
+
+    def out_hw(self, H, W, kh, kw):
+        pt, pb, pl, pr = self.pads
+        eh = self.dilation[0] * (kh - 1) + 1
+        ew = self.dilation[1] * (kw - 1) + 1
+        return _out_size(H, pt + pb, eh, self.stride[0]), _out_size(W, pl + pr, ew,
+                                                                    self.stride[1])
+
+    def cols(self, x: np.ndarray, kh: int, kw: int) -> np.ndarray:
+        """im2col in [G, C/G * kh * kw, N * oh * ow] layout (one copy of the windows)."""
+        N, C, H, W = x.shape
+        G = self.groups
+        oh, ow = self.out_hw(H, W, kh, kw)
+        if kh == kw == 1 and self.stride == (1, 1) and not any(self.pads):
+            return np.ascontiguousarray(x.transpose(1, 0, 2, 3)).reshape(G, C // G, N * H * W)
+        xp = _padded(x, self.pads)
+        dh, dw = self.dilation
+        win = sliding_window_view(xp, ((kh - 1) * dh + 1, (kw - 1) * dw + 1), axis=(2, 3))
+        win = win[:, :, : (oh - 1) * self.stride[0] + 1: self.stride[0],
+                  : (ow - 1) * self.stride[1] + 1: self.stride[1], ::dh, ::dw]
+        # [N, C, oh, ow, kh, kw] -> [C, kh, kw, N, oh, ow]
+        return win.transpose(1, 4, 5, 0, 2, 3).reshape(G, C // G * kh * kw, N * oh * ow)
+
+    def channels_last(self, x: np.ndarray, kh: int, kw: int) -> bool:
+        """Whether to im2col through [N, H, W, C] (groups 1, more than one output pixel): the
+        window copy then moves k*C contiguous values at a time, not ow, about twice as fast
+        at small images (an 8x8 input has rows of 8)."""
+        if self.groups != 1 or x.dtype.itemsize < 4:
+            return False
+        oh, ow = self.out_hw(x.shape[2], x.shape[3], kh, kw)
+        return oh * ow > 1
+
+    def cols_nhwc(self, x: np.ndarray, kh: int, kw: int) -> np.ndarray:
+        """im2col in [N, oh * ow, kh * kw * C] layout, read from a channels-last padded copy."""
+        N, C, H, W = x.shape
+        oh, ow = self.out_hw(H, W, kh, kw)
+        pt, pb, pl, pr = self.pads
+        xp = np.zeros((N, H + pt + pb, W + pl + pr, C), x.dtype)
+        xp[:, pt:pt + H, pl:pl + W, :] = x.transpose(0, 2, 3, 1)
+        sN, sH, sW, sC = xp.strides
+        (s0, s1), (d0, d1) = self.stride, self.dilation
+        win = np.ndarray((N, oh, ow, kh, kw, C), xp.dtype, xp, 0,
+                         (sN, s0 * sH, s1 * sW, d0 * sH, d1 * sW, sC))
+        return win.reshape(N, oh * ow, kh * kw * C)
+
+    def col2im(self, dcols: np.ndarray, x_shape, kh: int, kw: int) -> np.ndarray:
+        """The adjoint of cols: add each column entry back to its input position."""
+        N, C, H, W = x_shape
+        oh, ow = self.out_hw(H, W, kh, kw)
+        d6 = dcols.reshape(C, kh, kw, N, oh, ow)
+        pt, pb, pl, pr = self.pads
+        if kh == kw == 1 and self.stride == (1, 1) and not any(self.pads):
+            return np.ascontiguousarray(d6.reshape(C, N, H, W).transpose(1, 0, 2, 3))
+        dxp = np.zeros((N, C, H + pt + pb, W + pl + pr), dcols.dtype)
+        for k, (rs, cs) in _offsets(kh, kw, self.dilation, self.stride, oh, ow):
+            dxp[:, :, rs, cs] += d6[:, k // kw, k % kw].transpose(1, 0, 2, 3)
+        if not any(self.pads):
+            return dxp
+        return dxp[:, :, pt:pt + H, pl:pl + W]
+
+
+class Conv2d(Op):
+    """Cross-correlation of x [N, C, H, W] with weight [O, C/groups, kh, kw], plus bias."""
+
+    name = "conv2d"
+
+    def __init__(self, spec: _ConvSpec, has_bias: bool) -> None:
+        self.spec, self.has_bias = spec, has_bias
+
+    def infer(self, x, w, *b):
+        op, spec = self.name, self.spec
+        ops = [("input", describe(x)), ("weight", describe(w))]
+        if w.ndim != 4:
+            raise ShapeRuntimeError(f"{op}: weight must be 4-D [out_channels, in_channels/groups, "
+                             f"kh, kw], got {format_shape(w.shape)}", op=op, operands=ops)
+        if x.ndim != 4:
+            raise ShapeRuntimeError(f"{op}: input must be [N, C, H, W] or [C, H, W], got "
+                             f"{format_shape(x.shape)}", op=op, operands=ops)
+        for name, t in (("input", x), ("weight", w)):
+            if t.dtype.category != 2:
+                raise DTypeError(f"{op}: {name} must be floating point, got {t.dtype}", op=op,
+                                 operands=ops, hint=f"call {name}.float() first")
+        if x.dtype is not w.dtype:
+            raise DTypeError(f"{op}: input is {x.dtype} but weight is {w.dtype}", op=op,
+                             operands=ops, hint=f"cast the input with .to({w.dtype})")
+        N, C, H, W = x.shape
+        O, Cg, kh, kw = w.shape
+        G = spec.groups
+        if type(O) is int and O % G:
+            raise ShapeRuntimeError(f"{op}: out_channels {O} is not divisible by groups {G}", op=op,
+                             operands=ops)
+        if not dims_equal(C, Cg * G):
+            hint = None
+            if dims_equal(x.shape[3], Cg * G):
+                hint = ("the input looks channels-last [N, H, W, C]: use "
+                        "x.permute(0, 3, 1, 2)")
+            raise ShapeRuntimeError(
+                f"{op}: input has {C} channels but weight {format_shape(w.shape)} expects "
+                f"{Cg * G} (in_channels/groups = {Cg}, groups = {G})", op=op, operands=ops,
+                hint=hint)
+        pt, pb, pl, pr = spec.pads
+        eh, ew = spec.dilation[0] * (kh - 1) + 1, spec.dilation[1] * (kw - 1) + 1
+        for size, pad, eff, what in ((H, pt + pb, eh, "height"), (W, pl + pr, ew, "width")):
+            if type(size) is int and type(eff) is int and size + pad < eff:
+                raise ShapeRuntimeError(
+                    f"{op}: the kernel (effective {what} {eff}"
+                    f"{' with dilation' if eff != (kh if what == 'height' else kw) else ''}) "
+                    f"is larger than the padded input {what} {size + pad}", op=op,
+                    operands=ops, hint="use a smaller kernel or dilation, or more padding")
+        if b:
+            bs = b[0].shape
+            if len(bs) != 1 or not dims_equal(bs[0], O) or b[0].dtype is not x.dtype:
+                raise ShapeRuntimeError(f"{op}: bias {format_shape(bs)} must be 1-D with "
+                                 f"out_channels = {O} entries", op=op,
+                                 operands=ops + [("bias", describe(b[0]))])
+        oh, ow = spec.out_hw(H, W, kh, kw)
+        self.x_shape, self.w_shape = tuple(x.shape), tuple(w.shape)
+        return (N, O, oh, ow), x.dtype
+
+    def saved(self, x, w, *b, out):
+        return ((_X,) if w.requires_grad else ()) + ((_W,) if x.requires_grad else ())
+
+    def forward(self, x, w, b=None):
+        return _conv_forward(self.spec, x, w, b)
+
+    def backward(self, g):
+        saved = list(self.saved_tensors)
+        x = saved.pop(0) if self.needs_grad(1) else None
+        w = saved.pop(0) if self.needs_grad(0) else None
+        gx = apply(Conv2dInputBackward(self.spec, self.x_shape), g, w) if w is not None \
+            else None
+        gw = apply(Conv2dWeightBackward(self.spec, self.w_shape), x, g) if x is not None \
+            else None
+        if self.has_bias:
+            return gx, gw, g.sum((0, 2, 3))
+        return gx, gw
+
+
+def _conv_forward(spec: _ConvSpec, x, w, b=None) -> np.ndarray:
+    N = x.shape[0]
+    O, Cg, kh, kw = w.shape
+    G = spec.groups
+    oh, ow = spec.out_hw(x.shape[2], x.shape[3], kh, kw)
+    if spec.channels_last(x, kh, kw):
+        if kh == kw == 1 and spec.stride == (1, 1) and not any(spec.pads):
+            out = np.matmul(w.reshape(O, Cg), x.reshape(N, Cg, oh * ow))  # no copy of x
+        else:
+            w2 = np.ascontiguousarray(w.transpose(0, 2, 3, 1)).reshape(O, kh * kw * Cg)
+            # one small matmul per image, written straight into [N, O, oh*ow]
+            out = np.matmul(w2, spec.cols_nhwc(x, kh, kw).transpose(0, 2, 1))
+        out = out.reshape(N, O, oh, ow)
+        if b is not None:
+            out += b.reshape(O, 1, 1)
+        return out
+    cols = spec.cols(x, kh, kw)                                  # [G, Cg*kh*kw, N*oh*ow]
+    out = np.matmul(w.reshape(G, O // G, Cg * kh * kw), cols)    # [G, O/G, N*oh*ow]
+    out = np.ascontiguousarray(out.reshape(O, N, oh, ow).transpose(1, 0, 2, 3))
+    if b is not None:
+        out += b.reshape(O, 1, 1)
+    return out
+
+
+def _full_conv_spec(spec: _ConvSpec, kh: int, kw: int) -> _ConvSpec | None:
+    """For stride 1, dx is g padded by d*(k-1) - pad and correlated with the flipped kernel:
+    one im2col and matmul instead of k*k strided scatter-adds. None where that does not hold."""
+    if spec.stride != (1, 1):
+        return None
+    eh, ew = spec.dilation[0] * (kh - 1), spec.dilation[1] * (kw - 1)
+    pt, pb, pl, pr = spec.pads
+    pads = (eh - pt, eh - pb, ew - pl, ew - pr)
+    if min(pads) < 0:
+        return None
+    return _ConvSpec((1, 1), pads, spec.dilation, spec.groups)
+
+
+class Conv2dInputBackward(Op):
+    """dx of conv2d: the transposed convolution of g [N, O, oh, ow] with weight."""
+
+    name = "conv2d_input_backward"
+
+    def __init__(self, spec: _ConvSpec, x_shape) -> None:
+        self.spec, self.x_shape = spec, tuple(x_shape)
+
+    def infer(self, g, w):
+        self.w_shape = tuple(w.shape)
+        return self.x_shape, g.dtype
+
+    def saved(self, g, w, out):
+        return ((Saved.input(0),) if w.requires_grad else ()) + \
+            ((_W,) if g.requires_grad else ())
+
+    def forward(self, g, w):
+        O, Cg, kh, kw = w.shape
+        G = self.spec.groups
+        full = _full_conv_spec(self.spec, kh, kw)
+        if full is not None:  # stride 1: a convolution of g with the flipped kernel
+            wf = w.reshape(G, O // G, Cg, kh, kw).transpose(0, 2, 1, 3, 4)[..., ::-1, ::-1]
+            return _conv_forward(full, g, np.ascontiguousarray(wf).reshape(G * Cg, O // G,
+                                                                            kh, kw))
+        g_t = np.ascontiguousarray(g.transpose(1, 0, 2, 3)).reshape(G, O // G, -1)
+        dcols = np.matmul(w.reshape(G, O // G, Cg * kh * kw).transpose(0, 2, 1), g_t)
+        return self.spec.col2im(dcols, self.x_shape, kh, kw)
+
+    def backward(self, gg):
+        saved = list(self.saved_tensors)
+        g = saved.pop(0) if self.needs_grad(1) else None
+        w = saved.pop(0) if self.needs_grad(0) else None
+        d_g = apply(Conv2d(self.spec, False), gg, w) if w is not None else None
+        d_w = apply(Conv2dWeightBackward(self.spec, self.w_shape), gg, g) \
+            if g is not None else None
+        return d_g, d_w
+
+
+class Conv2dWeightBackward(Op):
+    """dw of conv2d: sum over the batch of g @ im2col(x)^T, one matmul per group."""
+
+    name = "conv2d_weight_backward"
+
+    def __init__(self, spec: _ConvSpec, w_shape) -> None:
+        self.spec, self.w_shape = spec, tuple(w_shape)
+
+    def infer(self, x, g):
+        self.x_shape = tuple(x.shape)
+        return self.w_shape, g.dtype
+
+    def saved(self, x, g, out):
+        return ((_X,) if g.requires_grad else ()) + ((Saved.input(1),) if x.requires_grad
+                                                     else ())
+
+    def forward(self, x, g):
+        O, Cg, kh, kw = self.w_shape
+        G = self.spec.groups
+        if self.spec.channels_last(x, kh, kw):
+            K = kh * kw * Cg
+            cols = self.spec.cols_nhwc(x, kh, kw).reshape(-1, K)          # [N*L, K]
+            g_t = np.ascontiguousarray(g.transpose(1, 0, 2, 3)).reshape(O, -1)
+            dw = np.matmul(g_t, cols).reshape(O, kh, kw, Cg)
+            return np.ascontiguousarray(dw.transpose(0, 3, 1, 2))
+        cols = self.spec.cols(x, kh, kw)                                  # [G, CKg, N*L]
+        g_t = np.ascontiguousarray(g.transpose(1, 0, 2, 3)).reshape(G, O // G, -1)
+        dw = np.matmul(g_t, cols.transpose(0, 2, 1))                      # [G, O/G, CKg]
+        return dw.reshape(self.w_shape)
+
+    def backward(self, gw):
+        saved = list(self.saved_tensors)
+        x = saved.pop(0) if self.needs_grad(1) else None
+        g = saved.pop(0) if self.needs_grad(0) else None
+        d_x = apply(Conv2dInputBackward(self.spec, self.x_shape), g, gw) if g is not None \
+            else None
+        d_g = apply(Conv2d(self.spec, False), x, gw) if x is not None else None
+        return d_x, d_g
+
+
+def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+           dilation=1, groups: int = 1) -> Tensor:
+    """2-D cross-correlation, PyTorch's conv2d: input [N, C, H, W] or unbatched [C, H, W].
+
+    padding: an int, a pair, 'valid' (none) or 'same' (output size = input size, stride 1).
+    """
+    op = "conv2d"
+    stride = _pair(stride, "stride", op, 1)
+    dilation = _pair(dilation, "dilation", op, 1)
+    if not isinstance(groups, int) or groups < 1:
+        raise ValueError(f"conv2d: groups must be a positive int, got {groups!r}")
+    if isinstance(padding, str):
+        if padding == "valid":
+            pads = (0, 0, 0, 0)
+        elif padding == "same":
+            if stride != (1, 1):
+                raise ValueError("conv2d: padding='same' needs stride 1")
+            if weight.ndim != 4:
+                raise ShapeRuntimeError(f"conv2d: weight must be 4-D, got "
+                                 f"{format_shape(weight.shape)}", op=op)
+            kh, kw = weight.shape[2], weight.shape[3]
+            th, tw = dilation[0] * (kh - 1), dilation[1] * (kw - 1)
+            pads = (th // 2, th - th // 2, tw // 2, tw - tw // 2)  # extra on the end
+        else:
+            raise ValueError(f"conv2d: padding must be an int, a pair, 'valid' or 'same', got "
+                             f"{padding!r}")
+    else:
+        ph, pw = _pair(padding, "padding", op, 0)
+        pads = (ph, ph, pw, pw)
+    if input.ndim not in (3, 4):
+        raise ShapeRuntimeError(f"conv2d: input must be [N, C, H, W] or unbatched [C, H, W], got "
+                         f"{format_shape(input.shape)}", op=op,
+                         operands=[("input", describe(input)), ("weight", describe(weight))],
+                         hint="add a batch dim with x.unsqueeze(0)" if input.ndim == 2 else
+                         None)
+    spec = _ConvSpec(stride, pads, dilation, groups)
+    x = input.unsqueeze(0) if input.ndim == 3 else input
+    out = apply(Conv2d(spec, bias is not None), x, weight, *((bias,) if bias is not None
+                                                               else ()))
+    return out.squeeze(0) if input.ndim == 3 else out

@@ -1,0 +1,211 @@
+"""Resampling over [N, C, *spatial]: interpolate, pixel (un)shuffle, unfold / fold.
+
+All are composites of differentiable ops, so each has its backward and runs on meta:
+linear modes are one constant [out, in] matrix per axis (separable), nearest modes an
+index_select per axis, pixel shuffle a reshape and permute, unfold a grouped conv2d with
+one-hot kernels and fold its transpose (the adjoint of unfold).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...errors import ShapeError
+from ...shape import format_shape
+from ...tensor import Tensor, describe, from_numpy
+from ..base import apply
+from .conv2d import _ConvSpec, _pair, conv2d
+from .convnd import ConvTranspose2d
+
+_MODES = {"nearest": None, "nearest-exact": None, "area": None, "linear": 1, "bilinear": 2,
+          "trilinear": 3}
+
+
+def _const(a: np.ndarray, like: Tensor) -> Tensor:
+    t = from_numpy(a.astype(like.dtype.np))
+    return t if t.device is like.device else t.to(like.device)
+
+
+def _src(out: int, inp: int, scale: float | None, align_corners: bool, nearest: str | None):
+    """Source coordinates of each output index along one axis (PyTorch's rules)."""
+    dst = np.arange(out, dtype=np.float64)
+    if align_corners:
+        return dst * ((inp - 1) / (out - 1) if out > 1 else 0.0)
+    s = (1.0 / scale) if scale else inp / out
+    if nearest == "nearest":
+        return np.floor(dst * s)
+    if nearest == "nearest-exact":
+        return np.floor((dst + 0.5) * s)
+    return np.maximum((dst + 0.5) * s - 0.5, 0.0)
+
+
+def _linear_matrix(out: int, inp: int, scale, align_corners: bool) -> np.ndarray:
+    src = _src(out, inp, scale, align_corners, None)
+    i0 = np.minimum(np.floor(src).astype(np.int64), inp - 1)
+    i1 = np.minimum(i0 + 1, inp - 1)
+    lam = src - i0
+    m = np.zeros((out, inp))
+    np.add.at(m, (np.arange(out), i0), 1.0 - lam)
+    np.add.at(m, (np.arange(out), i1), lam)
+    return m
+
+
+def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",
+                align_corners: bool | None = None, recompute_scale_factor: bool | None = None,
+                antialias: bool = False) -> Tensor:
+    """Resize [N, C, *spatial] to `size` or by `scale_factor` (PyTorch's F.interpolate)."""
+    op = "interpolate"
+    if mode not in _MODES:
+        raise ValueError(f"{op}: mode must be one of {', '.join(_MODES)}; got {mode!r} "
+                         "(bicubic is not available)")
+    if antialias:
+        raise ValueError(f"{op}: antialias=True is not available")
+    k = input.ndim - 2
+    need = _MODES[mode]
+    if k < 1 or (need is not None and k != need):
+        layout = {1: "[N, C, L]", 2: "[N, C, H, W]", 3: "[N, C, D, H, W]"}
+        want = layout.get(need, "[N, C, *spatial]")
+        raise ShapeError(f"{op}: mode {mode!r} needs a {want} input, got "
+                         f"{format_shape(input.shape)}", op=op,
+                         operands=[("input", describe(input))],
+                         hint="add a batch dim with x.unsqueeze(0)" if need and
+                         input.ndim == need + 1 else None)
+    if align_corners is not None and need is None:
+        raise ValueError(f"{op}: align_corners only applies to linear modes, not {mode!r}")
+    if (size is None) == (scale_factor is None):
+        raise ValueError(f"{op}: give exactly one of size and scale_factor")
+    spatial = tuple(input.shape[2:])
+    for d in spatial:
+        if type(d) is not int:
+            raise ShapeError(f"{op}: needs concrete spatial sizes, got "
+                             f"{format_shape(input.shape)}", op=op,
+                             hint="bind the symbolic dims to sizes")
+    if size is not None:
+        out = tuple(size) if isinstance(size, (tuple, list)) else (size,) * k
+        scales = (None,) * k
+    else:
+        sf = tuple(scale_factor) if isinstance(scale_factor, (tuple, list)) else \
+            (scale_factor,) * k
+        out = tuple(int(math.floor(n * s)) for n, s in zip(spatial, sf))
+        scales = (None,) * k if recompute_scale_factor else tuple(float(s) for s in sf)
+    if len(out) != k:
+        raise ValueError(f"{op}: size must have {k} entries for a {k}-D spatial input, got "
+                         f"{size!r}")
+    if mode == "area":
+        from .pool import adaptive_avg_pool1d, adaptive_avg_pool2d
+
+        if k == 1:
+            return adaptive_avg_pool1d(input, out[0])
+        if k == 2:
+            return adaptive_avg_pool2d(input, out)
+        raise ValueError(f"{op}: mode 'area' is available for 1-D and 2-D inputs")
+    x = input
+    for a in range(k):
+        axis = 2 + a
+        n, o = spatial[a], out[a]
+        if n == o and need is None and scales[a] in (None, 1.0):
+            continue
+        if need is None:  # nearest: pick source rows
+            idx = np.minimum(_src(o, n, scales[a], False, mode), n - 1).astype(np.int64)
+            x = x.index_select(axis, _index(idx, x))
+            continue
+        m = _const(_linear_matrix(o, n, scales[a], bool(align_corners)), x)
+        if axis == x.ndim - 1:
+            x = x @ m.mT
+        else:
+            x = (x.movedim(axis, -1) @ m.mT).movedim(-1, axis)
+    return x
+
+
+def _index(idx: np.ndarray, like: Tensor) -> Tensor:
+    t = from_numpy(idx)
+    return t if t.device is like.device else t.to(like.device)
+
+
+def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
+    """[*, C * r^2, H, W] -> [*, C, H * r, W * r] (sub-pixel convolution's rearrangement)."""
+    op, r = "pixel_shuffle", int(upscale_factor)
+    if input.ndim < 3:
+        raise ShapeError(f"{op}: input must be [*, C * r^2, H, W], got "
+                         f"{format_shape(input.shape)}", op=op)
+    *lead, C, H, W = input.shape
+    if type(C) is int and C % (r * r):
+        raise ShapeError(f"{op}: channels {C} (dim -3 of {format_shape(input.shape)}) must be "
+                         f"divisible by upscale_factor^2 = {r * r}", op=op,
+                         operands=[("input", describe(input))])
+    n = len(lead)
+    x = input.reshape(*lead, C // (r * r), r, r, H, W)
+    x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
+    return x.reshape(*lead, C // (r * r), H * r, W * r)
+
+
+def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
+    """[*, C, H * r, W * r] -> [*, C * r^2, H, W] (the inverse of pixel_shuffle)."""
+    op, r = "pixel_unshuffle", int(downscale_factor)
+    if input.ndim < 3:
+        raise ShapeError(f"{op}: input must be [*, C, H, W], got {format_shape(input.shape)}",
+                         op=op)
+    *lead, C, H, W = input.shape
+    for d, what in ((H, "height"), (W, "width")):
+        if type(d) is int and d % r:
+            raise ShapeError(f"{op}: {what} {d} must be divisible by downscale_factor {r}",
+                             op=op, operands=[("input", describe(input))])
+    n = len(lead)
+    x = input.reshape(*lead, C, H // r, r, W // r, r)
+    x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
+    return x.reshape(*lead, C * r * r, H // r, W // r)
+
+
+def _one_hot_kernels(C: int, kh: int, kw: int, like: Tensor) -> Tensor:
+    """[C * kh * kw, 1, kh, kw]: channel c*K + k picks kernel offset k of input channel c."""
+    K = kh * kw
+    eye = np.eye(K).reshape(K, 1, kh, kw)
+    return _const(np.tile(eye, (C, 1, 1, 1)), like)
+
+
+def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+    """Sliding blocks of [N, C, H, W] as columns: [N, C * kh * kw, L] (PyTorch's F.unfold)."""
+    op = "unfold"
+    if input.ndim not in (3, 4):
+        raise ShapeError(f"{op}: input must be [N, C, H, W] or [C, H, W], got "
+                         f"{format_shape(input.shape)}", op=op,
+                         operands=[("input", describe(input))])
+    kh, kw = _pair(kernel_size, "kernel_size", op, 1)
+    x = input.unsqueeze(0) if input.ndim == 3 else input
+    C = x.shape[1]
+    w = _one_hot_kernels(C, kh, kw, x)
+    out = conv2d(x, w, None, stride, padding, dilation, groups=C)
+    out = out.reshape(out.shape[0], C * kh * kw, -1)
+    return out.squeeze(0) if input.ndim == 3 else out
+
+
+def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+    """Sum columns [N, C * kh * kw, L] back into [N, C, H, W] (the adjoint of unfold)."""
+    op = "fold"
+    if input.ndim not in (2, 3):
+        raise ShapeError(f"{op}: input must be [N, C * kh * kw, L] or [C * kh * kw, L], got "
+                         f"{format_shape(input.shape)}", op=op,
+                         operands=[("input", describe(input))])
+    H, W = _pair(output_size, "output_size", op, 1)
+    kh, kw = _pair(kernel_size, "kernel_size", op, 1)
+    d, p, s = (_pair(dilation, "dilation", op, 1), _pair(padding, "padding", op, 0),
+               _pair(stride, "stride", op, 1))
+    x = input.unsqueeze(0) if input.ndim == 2 else input
+    N, CK, L = x.shape
+    K = kh * kw
+    spec = _ConvSpec(s, (p[0], p[0], p[1], p[1]), d, 1)
+    oh, ow = spec.out_hw(H, W, kh, kw)
+    if type(CK) is int and CK % K:
+        raise ShapeError(f"{op}: dim 1 ({CK}) must be divisible by kh * kw = {K}", op=op,
+                         operands=[("input", describe(input))])
+    if type(L) is int and oh * ow != L:
+        raise ShapeError(f"{op}: {L} blocks given, but output_size {(H, W)} with this kernel, "
+                         f"stride, padding and dilation has {oh} x {ow} = {oh * ow}", op=op,
+                         operands=[("input", describe(input))])
+    C = CK // K
+    spec.groups = C
+    w = _one_hot_kernels(C, kh, kw, x)
+    out = apply(ConvTranspose2d(spec, (N, C, H, W)), x.reshape(N, CK, oh, ow), w)
+    return out.squeeze(0) if input.ndim == 2 else out

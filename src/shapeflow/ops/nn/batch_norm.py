@@ -1,0 +1,214 @@
+"""batch_norm: per-channel statistics over [N, C, *spatial], one fused primitive each way.
+
+Training normalizes with the batch's mean and biased variance and hands the unbiased
+variance to the caller for the running estimate (as PyTorch); eval normalizes with the
+running estimates. Either way backward keeps the input and two [C] vectors (mean, invstd),
+counted as normalization statistics.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ... import dtypes as _dt
+from ...device import meta
+from ...errors import DTypeError, ShapeError
+from ...shape import dims_equal, format_shape
+from ...tensor import Tensor, describe
+from ..base import NORM_STATS, Op, Saved, apply
+from ._common import _LAYER_X, _compute_np, _create_graph, _need_float, _recording, _stat_dtype
+
+_W = Saved.input(1)
+
+
+def _rows(a: np.ndarray) -> np.ndarray:
+    """[N, C, *spatial] as [N, C, L] (a view when contiguous)."""
+    return a.reshape(a.shape[0], a.shape[1], -1)
+
+
+class BatchNorm(Op):
+    """(x - mean_c) * invstd_c * weight_c + bias_c, stats from the batch or running ones."""
+
+    name = "batch_norm"
+
+    def __init__(self, training: bool, eps: float, has_w: bool, has_b: bool, running=None,
+                 want_stats: bool = False) -> None:
+        self.training, self.eps, self.has_w, self.has_b = training, eps, has_w, has_b
+        self.running, self.want_stats = running, want_stats
+
+    def infer(self, x, *wb):
+        op = self.name
+        _need_float(op, x, "input")
+        if x.ndim < 2:
+            raise ShapeError(f"{op}: input must be [N, C, *spatial], got {format_shape(x.shape)}",
+                             op=op, operands=[("input", describe(x))],
+                             hint="add a batch dim with x.unsqueeze(0)")
+        C = x.shape[1]
+        for name, t in zip(("weight", "bias") if self.has_w else ("bias",), wb):
+            if t.ndim != 1 or not dims_equal(t.shape[0], C):
+                raise ShapeError(f"{op}: {name} {format_shape(t.shape)} must be [C] with C = "
+                                 f"{C} (the input's dim 1)", op=op,
+                                 operands=[("input", describe(x)), (name, describe(t))])
+            if t.dtype is not x.dtype:
+                raise DTypeError(f"{op}: {name} is {t.dtype} but input is {x.dtype}", op=op,
+                                 operands=[("input", describe(x)), (name, describe(t))],
+                                 hint=f"cast with .to({x.dtype})")
+        if self.training:
+            per_channel = math.prod(x.shape) // C if all(type(d) is int for d in x.shape) \
+                else None
+            if per_channel == 1:
+                raise ShapeError(
+                    f"{op}: expected more than 1 value per channel when training, got input "
+                    f"{format_shape(x.shape)}", op=op, operands=[("input", describe(x))],
+                    hint="use a batch of more than one sample, or call model.eval()")
+        self.axes = (0,) + tuple(range(2, x.ndim))
+        self.stat_dtype = _stat_dtype(x.dtype)
+        self.C = C
+        w = wb[0] if self.has_w else None
+        self.need_stats = _recording(x, *wb) and (x.requires_grad or (
+            w is not None and w.requires_grad))
+        return x.shape, x.dtype
+
+    def saved(self, x, *wb, out):
+        if not self.need_stats:
+            return ()
+        kept = (_LAYER_X, Saved.new("mean", (self.C,), self.stat_dtype, NORM_STATS),
+                Saved.new("invstd", (self.C,), self.stat_dtype, NORM_STATS))
+        if self.has_w and x.requires_grad:
+            kept += (_W,)
+        return kept
+
+    def forward(self, x, *wb):
+        w = wb[0] if self.has_w else None
+        b = wb[-1] if self.has_b else None
+        cdt = _compute_np(_dt.from_numpy_dtype(x.dtype))
+        x3 = _rows(x)
+        if x3.dtype != cdt:
+            x3 = x3.astype(cdt)
+        if self.training:
+            n = x3.shape[0] * x3.shape[2]
+            mean = np.add.reduce(np.add.reduce(x3, axis=2), axis=0) / n
+            xc = x3 - mean[:, None]
+            sq = np.einsum("ncl,ncl->c", xc, xc)
+            var = sq / n
+            if self.want_stats:  # for the running estimate: the unbiased variance
+                self.batch_stats = (mean, sq / max(n - 1, 1))
+        else:
+            rm, rv = self.running
+            mean, var = rm.astype(cdt), rv.astype(cdt)
+            xc = x3 - mean[:, None]
+        invstd = 1.0 / np.sqrt(var + self.eps)
+        scale = invstd if w is None else invstd * w
+        xc *= scale.astype(cdt, copy=False)[:, None]
+        if b is not None:
+            xc += b.astype(cdt, copy=False)[:, None]
+        if self.need_stats:
+            self.mean, self.invstd = mean.astype(cdt), invstd.astype(cdt)
+        return xc.reshape(x.shape).astype(x.dtype, copy=False)
+
+    def backward(self, g):
+        saved = list(self.saved_tensors)
+        gx = gw = gb = None
+        if saved:
+            x, mean, invstd = saved[0], saved[1], saved[2]
+            w = saved[3] if len(saved) > 3 else None
+            need_x, need_w = self.needs_grad(0), self.has_w and self.needs_grad(1)
+            if _create_graph() or not need_x:
+                gx, gw, gb = self._composite_grads(g, x, mean, invstd, w, need_x, need_w)
+            else:
+                kernel = BatchNormBackward(self.training)
+                gx = apply(kernel, g, x, mean, invstd, *((w,) if w is not None else ()))
+                C = (self.C,)
+                gw = Tensor._make(getattr(kernel, "dw", None), C, x.dtype, x.device)
+                gb = Tensor._make(getattr(kernel, "db", None), C, x.dtype, x.device)
+        if self.has_b and gb is None:
+            gb = g.sum(self.axes)
+        return (gx,) + ((gw,) if self.has_w else ()) + ((gb,) if self.has_b else ())
+
+    def _composite_grads(self, g, x, mean, invstd, w, need_x: bool, need_w: bool):
+        """The same gradients in differentiable Tensor ops (for create_graph=True)."""
+        axes, shape = self.axes, (1, -1) + (1,) * (x.ndim - 2)
+        if self.training:  # stats are functions of x: recompute them on the graph
+            xc = x - x.mean(axes, keepdim=True)
+            rstd = ((xc * xc).mean(axes, keepdim=True) + self.eps).rsqrt()
+        else:
+            xc = x - mean.reshape(shape).to(x.dtype)
+            rstd = invstd.reshape(shape).to(x.dtype)
+        xhat = xc * rstd
+        gx = gw = None
+        if need_x:
+            dxhat = g * w.reshape(shape) if w is not None else g
+            if self.training:
+                dxhat = dxhat - dxhat.mean(axes, keepdim=True) - \
+                    xhat * (dxhat * xhat).mean(axes, keepdim=True)
+            gx = rstd * dxhat
+        if need_w:
+            gw = (g * xhat).sum(axes)
+        gb = g.sum(axes) if self.has_b else None
+        return gx, gw, gb
+
+
+class BatchNormBackward(Op):
+    """dx of batch_norm as g * k1_c + x * k2_c + k3_c; dw and db come out of the same pass."""
+
+    name = "batch_norm_backward"
+    differentiable = False
+
+    def __init__(self, training: bool) -> None:
+        self.training = training
+
+    def infer(self, g, x, *rest):
+        return x.shape, x.dtype
+
+    def forward(self, g, x, mean, invstd, w=None):
+        cdt = invstd.dtype
+        g3, x3 = _rows(g), _rows(x)
+        if g3.dtype != cdt:
+            g3, x3 = g3.astype(cdt), x3.astype(cdt)
+        n = x3.shape[0] * x3.shape[2]
+        sum_g = np.add.reduce(np.add.reduce(g3, axis=2), axis=0)
+        dot = np.einsum("ncl,ncl->c", g3, x3) - mean * sum_g  # sum g * (x - mean)
+        k1 = invstd if w is None else invstd * w.astype(cdt, copy=False)
+        if self.training:
+            k2 = -k1 * invstd * invstd * dot / n
+            k3 = -k1 * sum_g / n - mean * k2
+        dx = g3 * k1[:, None]
+        if self.training:
+            dx += x3 * k2[:, None]
+            dx += k3[:, None]
+        self.dw = (dot * invstd).astype(x.dtype)
+        self.db = sum_g.astype(x.dtype)
+        return dx.reshape(x.shape).astype(x.dtype, copy=False)
+
+
+def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
+               weight: Tensor | None = None, bias: Tensor | None = None,
+               training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """PyTorch's F.batch_norm over [N, C, *spatial]; training updates the running stats."""
+    op = "batch_norm"
+    if not training and (running_mean is None or running_var is None):
+        raise ValueError(f"{op}: running_mean and running_var are needed when not training")
+    C = input.shape[1] if input.ndim >= 2 else None
+    for name, t in (("running_mean", running_mean), ("running_var", running_var)):
+        if t is not None and (t.ndim != 1 or C is None or not dims_equal(t.shape[0], C)):
+            raise ShapeError(f"{op}: {name} {format_shape(t.shape)} must be [C] with C = {C} "
+                             f"(the input's dim 1)", op=op,
+                             operands=[("input", describe(input)), (name, describe(t))])
+    update = training and running_mean is not None and running_var is not None
+    running = None
+    if not training and input.device is not meta:
+        running = (running_mean.data, running_var.data)
+    kernel = BatchNorm(training, eps, weight is not None, bias is not None, running,
+                       want_stats=update and input.device is not meta)
+    extra = tuple(t for t in (weight, bias) if t is not None)
+    out = apply(kernel, input, *extra)
+    if update:
+        stats = kernel.__dict__.pop("batch_stats", None)
+        for buf, new in zip((running_mean, running_var), stats or (None, None)):
+            if buf.data is not None and new is not None:  # nothing to write on meta
+                buf.data *= 1.0 - momentum
+                buf.data += (momentum * new).astype(buf.data.dtype, copy=False)
+            buf._version[0] += 1
+    return out
