@@ -17,6 +17,8 @@ from .module import Module, RemovableHandle, StateDictError
 from .normalization import LayerNorm, RMSNorm
 from .parameter import Parameter
 from .pooling import AvgPool2d, MaxPool2d
+from .rnn import GRU, LSTM, RNN, RNNBase
+from .rnn_cell import GRUCell, LSTMCell, RNNCell, RNNCellBase
 from .sparse import Embedding
 
 __all__ = [
@@ -24,7 +26,8 @@ __all__ = [
     "Identity", "Linear", "NonDynamicallyQuantizableLinear", "Embedding", "LayerNorm", "RMSNorm",
     "Dropout", "ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "Flatten", "Unflatten",
     "Sequential", "ModuleList", "ModuleDict", "Conv2d", "MaxPool2d", "AvgPool2d",
-    "MultiheadAttention", "CrossEntropyLoss", "MSELoss", "L1Loss", "BCEWithLogitsLoss", "NLLLoss",
+    "MultiheadAttention", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell",
+    "GRUCell", "CrossEntropyLoss", "MSELoss", "L1Loss", "BCEWithLogitsLoss", "NLLLoss",
 ]
 
 _EINOPS_LAYERS = ("Rearrange", "Reduce")  # from einops_layers, which imports einops
