@@ -10,7 +10,7 @@ import shapeflow as sf
 from shapeflow import nn
 from shapeflow.cli import main as cli_main
 from shapeflow.inspect.memory import MemoryPlanError, kv_cache_bytes, report
-from shapeflow.models import GPT, MLP, ViT
+from shapeflow.models import GPT, MLP, CharLSTM, ViT
 from shapeflow.nn import functional as F
 from shapeflow.ops import base
 
@@ -31,7 +31,12 @@ def gpt_case():
     return GPT(65, 64, 2, 4, 128, dropout=0.1), (idx, idx), None, None
 
 
-CASES = {"mlp": mlp_case, "vit": vit_case, "gpt": gpt_case}
+def lstm_case():
+    idx = sf.randint(0, 65, (16, 64))
+    return CharLSTM(65, 32, 128, 2, dropout=0.1), (idx, idx), None, None
+
+
+CASES = {"mlp": mlp_case, "vit": vit_case, "gpt": gpt_case, "lstm": lstm_case}
 
 
 def run_step(model, inputs, loss_fn, target):

@@ -1,7 +1,8 @@
-"""Reference models: an MLP, a Vision Transformer and a GPT (nanoGPT's layout)."""
+"""Reference models: an MLP, a Vision Transformer, a GPT (nanoGPT's layout), a CharLSTM."""
 
+from .char_lstm import CharLSTM
 from .gpt import GPT, GPTConfig
 from .mlp import MLP
 from .vit import ViT
 
-__all__ = ["MLP", "ViT", "GPT", "GPTConfig"]
+__all__ = ["MLP", "ViT", "GPT", "GPTConfig", "CharLSTM"]

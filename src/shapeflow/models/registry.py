@@ -1,4 +1,4 @@
-"""Reference models by name (`vit`, `gpt`, `mlp`) or any `module:factory` entry point."""
+"""Reference models by name (`vit`, `gpt`, `mlp`, `lstm`) or any `module:factory` entry point."""
 
 from __future__ import annotations
 
@@ -13,16 +13,18 @@ DEFAULTS = {
                         depth=12, heads=12), "B,3,224,224"),
     "gpt": ("GPT", dict(vocab_size=50304, block_size=1024, n_layer=12, n_head=12, n_embd=768),
             "B,L"),
+    "lstm": ("CharLSTM", dict(vocab_size=65, embed_dim=64, hidden_size=256, num_layers=2),
+             "B,L"),
 }
 
 
 def build_model(name: str, device=None, **overrides):
     """A model from a short name or `package.module:factory` (called with the overrides)."""
     if name in DEFAULTS:
-        from . import GPT, MLP, ViT
+        from . import GPT, MLP, CharLSTM, ViT
 
         cls_name, kwargs, _ = DEFAULTS[name]
-        cls = {"MLP": MLP, "ViT": ViT, "GPT": GPT}[cls_name]
+        cls = {"MLP": MLP, "ViT": ViT, "GPT": GPT, "CharLSTM": CharLSTM}[cls_name]
         model = cls(**{**kwargs, **overrides})
     elif ":" in name:
         mod_name, factory = name.split(":", 1)
@@ -33,7 +35,8 @@ def build_model(name: str, device=None, **overrides):
         model = factory_fn(**overrides)
     else:
         raise ShapeflowError(f"unknown model {name!r}",
-                             hint="use mlp, vit, gpt, or an entry point package.module:factory")
+                             hint="use mlp, vit, gpt, lstm, or an entry point "
+                             "package.module:factory")
     return model.to(device) if device is not None else model
 
 

@@ -164,9 +164,16 @@ class Recurrence(Op):
         shapes = {k: self.next[3 * i + 1] for i, k in enumerate(names)}
         states = saved["states"]
         dt, dev = states.dtype, states.device
+        xs = shapes["x"]
+        n = xs[0] if self.batch_sizes is not None else xs[0] * xs[1]
+        # the kernel's big buffers, made as Tensors so that a meta run's tracker sees them
+        scratch = [Tensor._make(None if states.data is None else np.empty(s, dt.np), s, dt,
+                                dev)
+                   for s in steps_np.scratch_shapes(self.name, n, self.hidden, self.proj)]
         if states.data is None:  # meta: shapes only
             return tuple(Tensor._make(None, shapes[k], dt, dev) if need[k] else None
                          for k in names)
+        bufs = [t.data for t in scratch]
         g = _dense(g).data
         x = saved.get("x")
         x_arr = None if x is None else x.data
@@ -182,19 +189,19 @@ class Recurrence(Op):
             w_hr = saved["w_hr"].data if self.has_proj else None
             dx, dh0, dc0, dw_ih, dw_hh, db, dw_hr = steps_np.lstm_backward(
                 ds, x2, h0, saved["c0"].data, w_ih, w_hh, w_hr, s2, gates, steps,
-                (need["x"], need["w_ih"], need["w_hh"], need_b, need.get("w_hr", False)))
+                (need["x"], need["w_ih"], need["w_hh"], need_b, need.get("w_hr", False)), bufs)
             grads = {"x": dx, "h0": dh0, "c0": dc0, "w_ih": dw_ih, "w_hh": dw_hh,
                      "b_ih": db, "b_hh": db, "w_hr": dw_hr}
         elif self.name == "gru":
             dx, dh0, dw_ih, dw_hh, db_ih, db_hh = steps_np.gru_backward(
                 ds, x2, h0, w_ih, w_hh, s2, gates, steps,
-                (need["x"], need["w_ih"], need["w_hh"], need_b))
+                (need["x"], need["w_ih"], need["w_hh"], need_b), bufs)
             grads = {"x": dx, "h0": dh0, "w_ih": dw_ih, "w_hh": dw_hh, "b_ih": db_ih,
                      "b_hh": db_hh}
         else:
             dx, dh0, dw_ih, dw_hh, db = steps_np.rnn_backward(
                 ds, x2, h0, w_ih, w_hh, s2, self.name == "rnn_relu", steps,
-                (need["x"], need["w_ih"], need["w_hh"], need_b))
+                (need["x"], need["w_ih"], need["w_hh"], need_b), bufs)
             grads = {"x": dx, "h0": dh0, "w_ih": dw_ih, "w_hh": dw_hh, "b_ih": db, "b_hh": db}
         out = []
         for k in names:

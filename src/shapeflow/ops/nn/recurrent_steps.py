@@ -86,16 +86,24 @@ def lstm_forward(x2, h0, c0, w_ih, w_hh, bias, w_hr, steps: Steps):
     return states, gates
 
 
-def lstm_backward(ds, x2, h0, c0, w_ih, w_hh, w_hr, states, gates, steps: Steps, need):
+def scratch_shapes(mode: str, n, h: int, p: int) -> list:
+    """The [N, *] buffers a backward fills (declared so a memory report's meta run sees
+    them): gate gradients and every step's h_{t-1}, and what each mode adds."""
+    if mode == "lstm":
+        return [(n, 4 * h), (n, p)] + ([(n, p), (n, h)] if p != h else [])
+    if mode == "gru":
+        return [(n, 3 * h), (n, 3 * h), (n, h)]
+    return [(n, h), (n, h)]
+
+
+def lstm_backward(ds, x2, h0, c0, w_ih, w_hh, w_hr, states, gates, steps: Steps, need,
+                  scratch):
     """Gradients (x, h0, c0, w_ih, w_hh, bias, w_hr) from ds [N, P + H]."""
     h = w_hh.shape[0] // 4
     p = h if w_hr is None else w_hr.shape[0]
     dt = states.dtype
-    dg = np.empty((steps.n, 4 * h), dt)
-    hp = np.empty((steps.n, p), dt)
-    dh_all = r_all = None
-    if w_hr is not None:
-        dh_all, r_all = np.empty((steps.n, p), dt), np.empty((steps.n, h), dt)
+    dg, hp = scratch[:2]
+    dh_all, r_all = scratch[2:] if w_hr is not None else (None, None)
     dh_c, dc_c = np.zeros((steps.batch, p), dt), np.zeros((steps.batch, h), dt)
     tc_buf, dc_buf, u_buf = (np.empty((steps.batch, h), dt) for _ in range(3))
     for t in reversed(steps.order):
@@ -180,13 +188,11 @@ def gru_forward(x2, h0, w_ih, w_hh, b_ih, b_hh, steps: Steps):
     return states, gates
 
 
-def gru_backward(ds, x2, h0, w_ih, w_hh, states, gates, steps: Steps, need):
+def gru_backward(ds, x2, h0, w_ih, w_hh, states, gates, steps: Steps, need, scratch):
     """Gradients (x, h0, w_ih, w_hh, b_ih, b_hh) from ds [N, H]."""
     h = w_hh.shape[0] // 3
     dt = states.dtype
-    dxw = np.empty((steps.n, 3 * h), dt)
-    dgh = np.empty((steps.n, 3 * h), dt)
-    hp = np.empty((steps.n, h), dt)
+    dxw, dgh, hp = scratch
     dh_c = np.zeros((steps.batch, h), dt)
     u_buf = np.empty((steps.batch, h), dt)
     for t in reversed(steps.order):
@@ -246,12 +252,11 @@ def rnn_forward(x2, h0, w_ih, w_hh, bias, relu: bool, steps: Steps):
     return states
 
 
-def rnn_backward(ds, x2, h0, w_ih, w_hh, states, relu: bool, steps: Steps, need):
+def rnn_backward(ds, x2, h0, w_ih, w_hh, states, relu: bool, steps: Steps, need, scratch):
     """Gradients (x, h0, w_ih, w_hh, bias) from ds [N, H]."""
     h = w_hh.shape[0]
     dt = states.dtype
-    dpre = np.empty((steps.n, h), dt)
-    hp = np.empty((steps.n, h), dt)
+    dpre, hp = scratch
     dh_c = np.zeros((steps.batch, h), dt)
     for t in reversed(steps.order):
         a, bs = steps.offsets[t], steps.sizes[t]
