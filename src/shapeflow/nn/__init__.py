@@ -35,7 +35,8 @@ __all__ = [
     "Sequential", "ModuleList", "ModuleDict", "Conv2d", "MaxPool2d", "AvgPool2d",
     "MultiheadAttention", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell",
     "GRUCell", "Transformer", "TransformerEncoder", "TransformerEncoderLayer",
-    "TransformerDecoder", "TransformerDecoderLayer", "CrossEntropyLoss", "MSELoss", "L1Loss", "BCEWithLogitsLoss", "NLLLoss",
+    "TransformerDecoder", "TransformerDecoderLayer", "CrossEntropyLoss", "MSELoss", "L1Loss",
+    "BCEWithLogitsLoss", "NLLLoss",
 ]
 
 _EINOPS_LAYERS = ("Rearrange", "Reduce")  # from einops_layers, which imports einops
