@@ -106,6 +106,7 @@ def lstm_backward(ds, x2, h0, c0, w_ih, w_hh, w_hr, states, gates, steps: Steps,
     dh_all, r_all = scratch[2:] if w_hr is not None else (None, None)
     dh_c, dc_c = np.zeros((steps.batch, p), dt), np.zeros((steps.batch, h), dt)
     tc_buf, dc_buf, u_buf = (np.empty((steps.batch, h), dt) for _ in range(3))
+    loc_buf = np.empty((steps.batch, 4 * h), dt)
     for t in reversed(steps.order):
         a, bs = steps.offsets[t], steps.sizes[t]
         g = gates[a:a + bs]
@@ -121,32 +122,27 @@ def lstm_backward(ds, x2, h0, c0, w_ih, w_hh, w_hr, states, gates, steps: Steps,
         if r_all is not None:
             np.multiply(o, tc, out=r_all[a:a + bs])
         d = dg[a:a + bs]
-        # dO = dh * tanh(c) * o * (1 - o)
-        np.multiply(dh, tc, out=d[:, 3 * h:])
-        np.subtract(1.0, o, out=u)
-        u *= o
-        d[:, 3 * h:] *= u
+        # each gate's local derivative in one [bs, 4H] pass pair: s - s^2 for i, f, o, and
+        # g - g^2 + 1 - g = 1 - g^2 for the tanh gate
+        loc = loc_buf[:bs]
+        np.multiply(g, g, out=loc)
+        np.subtract(g, loc, out=loc)
+        lg = loc[:, 2 * h:3 * h]
+        lg += 1.0
+        lg -= gg
         # dc = ds_c + carry + dh * o * (1 - tanh(c)^2)
-        np.multiply(tc, tc, out=tc)
-        np.subtract(1.0, tc, out=tc)
-        tc *= o
-        tc *= dh
-        np.add(ds[a:a + bs, p:], dc_c[:bs], out=dc)
-        dc += tc
-        # dI = dc * g * i * (1 - i);  dF = dc * c_prev * f * (1 - f);  dG = dc * i * (1 - g^2)
-        di, df, dgg = d[:, :h], d[:, h:2 * h], d[:, 2 * h:3 * h]
-        np.subtract(1.0, i, out=u)
-        u *= i
-        np.multiply(dc, gg, out=di)
-        di *= u
-        np.subtract(1.0, f, out=u)
-        u *= f
-        np.multiply(dc, c_prev, out=df)
-        df *= u
-        np.multiply(gg, gg, out=u)
+        np.multiply(tc, tc, out=u)
         np.subtract(1.0, u, out=u)
-        u *= i
-        np.multiply(dc, u, out=dgg)
+        u *= o
+        u *= dh
+        np.add(ds[a:a + bs, p:], dc_c[:bs], out=dc)
+        dc += u
+        # what flows into each gate: dc * g (i), dc * c_prev (f), dc * i (g), dh * tanh(c) (o)
+        np.multiply(dc, gg, out=d[:, :h])
+        np.multiply(dc, c_prev, out=d[:, h:2 * h])
+        np.multiply(dc, i, out=d[:, 2 * h:3 * h])
+        np.multiply(dh, tc, out=d[:, 3 * h:])
+        d *= loc
         np.multiply(dc, f, out=dc_c[:bs])
         dh_c[:bs] = gemm.matmul(d, w_hh)
     need_x, need_wih, need_whh, need_b, need_whr = need
