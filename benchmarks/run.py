@@ -33,10 +33,10 @@ import torch  # noqa: E402
 import shapeflow as sf  # noqa: E402
 from benchmarks import numpy_gpt, numpy_mlp, tinygrad_mlp  # noqa: E402
 from shapeflow.backend import buffers, gemm, kernels  # noqa: E402
-from shapeflow.models import GPT, MLP, ResNet, ViT  # noqa: E402
+from shapeflow.models import GPT, MLP, CharLSTM, ResNet, ViT  # noqa: E402
 from shapeflow.nn import functional as F  # noqa: E402
 from tests.models.twin_resnet import TorchResNet  # noqa: E402
-from tests.models.twins import TorchGPT, TorchViT, copy_weights  # noqa: E402
+from tests.models.twins import TorchCharLSTM, TorchGPT, TorchViT, copy_weights  # noqa: E402
 
 torch.set_num_threads(1)
 
@@ -188,6 +188,22 @@ def gpt_step(n_layer: int, n_embd: int, T: int = 64, batch: int = 16):
     return fns
 
 
+LSTM_STEP = dict(vocab_size=65, embed_dim=64, hidden_size=256, num_layers=1)
+
+
+def lstm_step():
+    """A CharLSTM training step: batch 32, L 64, hidden 256 (one layer), Adam."""
+    sf.manual_seed(0)
+    model = CharLSTM(**LSTM_STEP)
+    twin = copy_weights(model, TorchCharLSTM(*LSTM_STEP.values()))
+    rng = np.random.default_rng(0)
+    ia, ta = rng.integers(0, 65, (32, 64)), rng.integers(0, 65, (32, 64))
+    idx, tgt, tidx, ttgt = sf.tensor(ia), sf.tensor(ta), torch.tensor(ia), torch.tensor(ta)
+    return _steps(model, twin, lambda p: sf.optim.Adam(p, lr=1e-3),
+                  lambda p: torch.optim.Adam(p, lr=1e-3, foreach=False),
+                  lambda m: m(idx, tgt)[1], lambda m: twin(tidx, ttgt)[1])
+
+
 def sgemm_flops(quick: bool) -> float:
     """The machine's sgemm rate: the faster of NumPy's BLAS and MKL (when installed)."""
     a, b = np.random.rand(1024, 1024).astype(np.float32), np.random.rand(1024, 1024).astype(
@@ -226,7 +242,7 @@ def import_time(module: str, n: int) -> float:
 
 # ---- the table --------------------------------------------------------------------------------
 TARGETS = {"mlp_step": 1.0, "vit_step": 1.1, "gpt_2l_d128": 1.1, "gpt_4l_d256": 1.1,
-           "gpt_4l_d256_t512": 1.0, "resnet_step": 1.2,
+           "gpt_4l_d256_t512": 1.0, "resnet_step": 1.2, "lstm_b32_l64_h256": 1.2,
            "add_4x4_grad": 1.0, "matmul_4x4_grad": 1.0}
 
 
@@ -259,7 +275,7 @@ def main(argv=None) -> int:
              "gpt_2l_d128": (lambda: gpt_step(2, 128), 1),
              "gpt_4l_d256": (lambda: gpt_step(4, 256), 1),
              "gpt_4l_d256_t512": (lambda: gpt_step(4, 256, T=512, batch=4), 1),
-             "resnet_step": (resnet_step, 3)}
+             "resnet_step": (resnet_step, 3), "lstm_b32_l64_h256": (lstm_step, 1)}
     for name, (make, number) in steps.items():
         rows[name] = compare(make(), rounds, 3 if q else 5, number)
     flops = sgemm_flops(q)

@@ -72,3 +72,15 @@ def test_memory_plans_gpt3_175b_quickly():
     assert done.returncode == 0, done.stderr
     assert "174.6B weights" in done.stdout and "optimizer state" in done.stdout
     assert elapsed < 20, f"{elapsed:.1f} s (about 1 s on an idle machine)"
+
+
+def test_summary_and_train_lstm(capsys):
+    from shapeflow.cli import main
+
+    assert main(["summary", "lstm"]) == 0
+    out = capsys.readouterr().out
+    assert "lstm:      [B, L, 256]" in out and "head:      [B, L, 65]" in out
+    assert main(["train", "lstm", "--steps", "3", "--batch-size", "2", "--block-size", "8",
+                 "--layers", "1", "--hidden", "16", "--sample-tokens", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "LSTM 1 x 16" in out and "sample:" in out

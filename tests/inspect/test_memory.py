@@ -10,7 +10,7 @@ import shapeflow as sf
 from shapeflow import nn
 from shapeflow.cli import main as cli_main
 from shapeflow.inspect.memory import MemoryPlanError, kv_cache_bytes, report
-from shapeflow.models import GPT, MLP, ViT
+from shapeflow.models import GPT, MLP, CharLSTM, ViT
 from shapeflow.nn import functional as F
 from shapeflow.ops import base
 
@@ -38,7 +38,13 @@ def resnet_case():  # BatchNorm CNN: BatchNorm inputs dominate what backward kee
     return ResNet((1, 1, 1), 10, 1, 16, small_input=True), (x,), F.cross_entropy, y
 
 
-CASES = {"mlp": mlp_case, "vit": vit_case, "gpt": gpt_case, "resnet": resnet_case}
+def lstm_case():
+    idx = sf.randint(0, 65, (16, 64))
+    return CharLSTM(65, 32, 128, 2, dropout=0.1), (idx, idx), None, None
+
+
+CASES = {"mlp": mlp_case, "vit": vit_case, "gpt": gpt_case, "resnet": resnet_case,
+         "lstm": lstm_case}
 
 
 def run_step(model, inputs, loss_fn, target):

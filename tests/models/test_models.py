@@ -6,8 +6,8 @@ import torch
 
 import shapeflow as sf
 from shapeflow import nn
-from shapeflow.models import GPT, MLP, ViT
-from tests.models.twins import TorchGPT, TorchViT, copy_weights
+from shapeflow.models import GPT, MLP, CharLSTM, ViT
+from tests.models.twins import TorchCharLSTM, TorchGPT, TorchViT, copy_weights
 
 VIT = dict(image_size=8, patch_size=2, in_channels=1, num_classes=10, dim=32, depth=2, heads=4)
 GPT_CFG = dict(vocab_size=23, block_size=16, n_layer=2, n_head=4, n_embd=32)
@@ -136,4 +136,39 @@ def test_gpt_loss_decreases_on_text():
 
     result = train_gpt(steps=40, batch_size=8, block_size=32, n_layer=1, n_embd=32, n_head=2,
                        lr=1e-2, sample_tokens=10)
+    assert result["last_loss"] < result["first_loss"] - 0.8
+
+
+def test_char_lstm_follows_its_torch_twin_while_training():
+    sf.manual_seed(0)
+    model = CharLSTM(23, 8, 16, 2)
+    twin = copy_weights(model, TorchCharLSTM(23, 8, 16, 2))
+    opt = sf.optim.Adam(model.parameters(), lr=1e-2)
+    topt = torch.optim.Adam(twin.parameters(), lr=1e-2)
+    rng = np.random.default_rng(3)
+    ours, theirs = [], []
+    for step in range(8):
+        idx, tgt = rng.integers(0, 23, (4, 12)), rng.integers(0, 23, (4, 12))
+        logits, loss = model(sf.tensor(idx), sf.tensor(tgt))
+        tlogits, tloss = twin(torch.tensor(idx), torch.tensor(tgt))
+        if step == 0:
+            np.testing.assert_allclose(logits.detach().numpy(), tlogits.detach().numpy(),
+                                       rtol=1e-4, atol=1e-5)
+        loss.backward()
+        tloss.backward()
+        if step == 0:
+            assert_same_grads(model, twin)
+        for o in (opt, topt):
+            o.step()
+            o.zero_grad()
+        ours.append(loss.item())
+        theirs.append(tloss.item())
+    np.testing.assert_allclose(ours, theirs, rtol=1e-4)
+
+
+def test_char_lstm_learns_and_generates():
+    from shapeflow.cli.train_lstm import train_lstm
+
+    result = train_lstm(steps=40, batch_size=8, block_size=32, num_layers=1, hidden_size=64,
+                        embed_dim=16, lr=1e-2, sample_tokens=10)
     assert result["last_loss"] < result["first_loss"] - 0.8

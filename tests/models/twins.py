@@ -96,3 +96,17 @@ def copy_weights(sf_model, torch_model):
     return torch_model
 
 
+
+
+class TorchCharLSTM(tnn.Module):
+    """sf.models.CharLSTM's twin: embedding, LSTM (batch_first), linear head."""
+
+    def __init__(self, vocab_size, embed_dim, hidden_size, num_layers):
+        super().__init__()
+        self.embedding = tnn.Embedding(vocab_size, embed_dim)
+        self.lstm = tnn.LSTM(embed_dim, hidden_size, num_layers, batch_first=True)
+        self.head = tnn.Linear(hidden_size, vocab_size)
+
+    def forward(self, idx, targets):
+        logits = self.head(self.lstm(self.embedding(idx))[0])
+        return logits, TF.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))

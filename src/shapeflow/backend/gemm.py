@@ -105,3 +105,23 @@ def matmul(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None = None) -> np.n
     fn(_ROW_MAJOR, oa[0], ob[0], m, n, k, 1.0, address(a), oa[1], address(b), ob[1],
        0.0 if bias is None else 1.0, address(out), n)
     return out
+
+
+def matmul_acc(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    """out += a @ b in place (MKL's beta = 1: no temporary), for 2-D float arrays.
+
+    `out` may be a row block of a bigger array (rows strided, columns contiguous), as the
+    recurrent ops' per-step gates are.
+    """
+    if not _state["loaded"]:
+        _load()
+    fn = _GEMM.get(a.dtype)
+    if fn is not None and b.dtype == a.dtype and out.dtype == a.dtype and a.ndim == 2:
+        (m, k), n = a.shape, b.shape[1]
+        oa, ob, oo = _operand(a), _operand(b), _operand(out)
+        if oa is not None and ob is not None and oo is not None and oo[0] == _NO_TRANS \
+                and out.shape == (m, n) and b.shape[0] == k and m * n * k >= MIN_MACS:
+            fn(_ROW_MAJOR, oa[0], ob[0], m, n, k, 1.0, address(a), oa[1], address(b), ob[1],
+               1.0, address(out), oo[1])
+            return
+    out += a @ b

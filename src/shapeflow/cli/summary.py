@@ -10,7 +10,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register the `summary` subcommand on an argparse subparsers object."""
     s = subparsers.add_parser("summary",
                               help="the shape chain and per-module table, without data")
-    s.add_argument("model", help="mlp, vit, gpt, or package.module:factory")
+    s.add_argument("model", help="mlp, vit, gpt, lstm, or package.module:factory")
     s.add_argument("--input", help='input shape, e.g. "B,3,224,224" (names are symbolic)')
     s.add_argument("--dtype", help="bf16, fp16, fp32 ...")
     s.set_defaults(func=run)
@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     if spec is None:
         print("--input is needed for a module:factory model", file=sys.stderr)
         return 2
-    is_tokens = args.model == "gpt"
+    is_tokens = args.model in ("gpt", "lstm")
     x = parse_input(spec, dtype=dtypes.int64 if is_tokens else (
         dtypes.get_dtype(args.dtype) if args.dtype else None))
     s = summary(model, x)

@@ -1,4 +1,5 @@
-"""`shapeflow train gpt|resnet`: a character-level GPT on the bundled text, a ResNet on digits."""
+"""`shapeflow train gpt|lstm|resnet`: a character-level GPT or LSTM on the bundled text,
+a ResNet on digits."""
 
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ import time
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register the `train` subcommand on an argparse subparsers object."""
     t = subparsers.add_parser("train", help="train a reference model on bundled data")
-    t.add_argument("model", choices=["gpt", "resnet"])
+    t.add_argument("model", choices=["gpt", "lstm", "resnet"])
     t.add_argument("--steps", type=int, default=300)
     t.add_argument("--batch-size", type=int, default=32)
     t.add_argument("--block-size", type=int, default=64)
     t.add_argument("--layers", type=int, default=2)
+    t.add_argument("--hidden", type=int, default=256, help="LSTM hidden size (lstm)")
     t.add_argument("--d-model", type=int, default=128)
     t.add_argument("--heads", type=int, default=4)
     t.add_argument("--lr", type=float, default=3e-3)
@@ -34,6 +36,13 @@ def run(args: argparse.Namespace) -> int:
 
         train_resnet(epochs=args.epochs, batch_size=args.batch_size, width=args.width,
                      lr=args.lr, seed=args.seed)
+        return 0
+    if args.model == "lstm":
+        from .train_lstm import train_lstm
+
+        train_lstm(steps=args.steps, batch_size=args.batch_size, block_size=args.block_size,
+                   num_layers=args.layers, hidden_size=args.hidden, lr=args.lr, seed=args.seed,
+                   sample_tokens=args.sample_tokens)
         return 0
     if args.model != "gpt":
         print(f"unknown model {args.model!r}: only 'gpt' can be trained from the CLI",

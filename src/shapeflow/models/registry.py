@@ -1,4 +1,5 @@
-"""Reference models by name (`vit`, `gpt`, `mlp`, `resnet`) or any `module:factory` entry point."""
+"""Reference models by name (`vit`, `gpt`, `mlp`, `resnet`, `lstm`) or any `module:factory`
+entry point."""
 
 from __future__ import annotations
 
@@ -15,16 +16,19 @@ DEFAULTS = {
             "B,L"),
     "resnet": ("ResNet", dict(layers=(2, 2, 2, 2), num_classes=1000, in_channels=3, width=64),
                "B,3,H,W"),  # ResNet-18
+    "lstm": ("CharLSTM", dict(vocab_size=65, embed_dim=64, hidden_size=256, num_layers=2),
+             "B,L"),
 }
 
 
 def build_model(name: str, device=None, **overrides):
     """A model from a short name or `package.module:factory` (called with the overrides)."""
     if name in DEFAULTS:
-        from . import GPT, MLP, ResNet, ViT
+        from . import GPT, MLP, CharLSTM, ResNet, ViT
 
         cls_name, kwargs, _ = DEFAULTS[name]
-        cls = {"MLP": MLP, "ViT": ViT, "GPT": GPT, "ResNet": ResNet}[cls_name]
+        cls = {"MLP": MLP, "ViT": ViT, "GPT": GPT, "ResNet": ResNet, "CharLSTM": CharLSTM}[
+            cls_name]
         model = cls(**{**kwargs, **overrides})
     elif ":" in name:
         mod_name, factory = name.split(":", 1)
@@ -35,7 +39,7 @@ def build_model(name: str, device=None, **overrides):
         model = factory_fn(**overrides)
     else:
         raise ShapeflowError(f"unknown model {name!r}",
-                             hint="use mlp, vit, gpt, resnet, or an entry point "
+                             hint="use mlp, vit, gpt, resnet, lstm, or an entry point "
                              "package.module:factory")
     return model.to(device) if device is not None else model
 

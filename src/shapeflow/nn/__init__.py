@@ -29,7 +29,16 @@ from .pooling import (
     MaxPool2d,
 )
 from .resample import Fold, PixelShuffle, PixelUnshuffle, Unfold, Upsample
+from .rnn import GRU, LSTM, RNN, RNNBase
+from .rnn_cell import GRUCell, LSTMCell, RNNCell, RNNCellBase
 from .sparse import Embedding
+from .transformer import (
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 
 __all__ = [
     "functional", "init", "parallel", "utils",
@@ -43,6 +52,9 @@ __all__ = [
     "MaxPool1d", "AvgPool1d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d",
     "GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "Conv3d", "Upsample", "PixelShuffle",
     "PixelUnshuffle", "Unfold", "Fold",
+    "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell",
+    "GRUCell", "Transformer", "TransformerEncoder", "TransformerEncoderLayer",
+    "TransformerDecoder", "TransformerDecoderLayer",
 ]
 
 _EINOPS_LAYERS = ("Rearrange", "Reduce")  # from einops_layers, which imports einops

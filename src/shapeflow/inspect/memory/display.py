@@ -13,6 +13,7 @@ _KIND_TEXT = {
     "activation inputs": "activation-function inputs",
     "dropout masks": "dropout masks",
     "normalization stats": "normalization statistics",
+    "recurrent gates": "recurrent gates (every time step's)",
     "other": "other",
 }
 

@@ -17,6 +17,7 @@ from ...autograd.engine import backward as _backward
 from ...device import meta
 from ...errors import ShapeflowError
 from ...ops import base
+from ...ops.nn.recurrent import RECURRENT_GATES
 from ...tensor import Tensor
 from .. import trace as _trace
 from ..meta import meta_copy
@@ -26,7 +27,7 @@ PRECISIONS = {"fp32": None, "bf16-mixed": _dt.bfloat16, "fp16-mixed": _dt.float1
 OPTIMIZER_STATES = {"none": 0, "sgd": 0, "momentum": 1, "sgd-momentum": 1, "adam": 2,
                     "adamw": 2}
 KINDS = (base.LAYER_INPUT, base.ATTENTION, base.ACTIVATION_INPUT, base.DROPOUT_MASK,
-         base.NORM_STATS, base.OTHER)
+         base.NORM_STATS, RECURRENT_GATES, base.OTHER)
 
 
 class MemoryPlanError(ShapeflowError, ValueError):

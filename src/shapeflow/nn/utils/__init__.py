@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
-from ..errors import ShapeflowError
-from ..tensor import Tensor
+from ...errors import ShapeflowError
+from ...tensor import Tensor
 
 
 class NonFiniteNormError(ShapeflowError, RuntimeError):
@@ -41,7 +41,7 @@ def _norm(arr: np.ndarray, norm_type: float) -> float:
 
 def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = False) -> Tensor:
     """The norm of the norms of `tensors` (the norm of all of them as one vector)."""
-    from ..factories import tensor as make
+    from ...factories import tensor as make
 
     tensors = [tensors] if isinstance(tensors, Tensor) else list(tensors)
     norm_type = float(norm_type)
@@ -49,7 +49,7 @@ def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = F
         return make(0.0)
     dtype = tensors[0].dtype
     if any(t.data is None for t in tensors):
-        from ..factories import zeros
+        from ...factories import zeros
 
         return zeros((), dtype=dtype, device="meta")
     np_dtype = dtype.np if dtype.is_floating_point else np.float32
@@ -100,7 +100,7 @@ def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
 
 def parameters_to_vector(parameters) -> Tensor:
     """All parameters flattened into one 1-D tensor (a copy)."""
-    from ..tensor import from_numpy
+    from ...tensor import from_numpy
 
     return from_numpy(np.concatenate([p.data.reshape(-1) for p in parameters]))
 
@@ -115,5 +115,7 @@ def vector_to_parameters(vec: Tensor, parameters) -> None:
         offset += n
 
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "get_total_norm", "parameters_to_vector",
+from . import rnn  # noqa: E402  (torch.nn.utils.rnn)
+
+__all__ = ["rnn", "clip_grad_norm_", "clip_grad_value_", "get_total_norm", "parameters_to_vector",
            "vector_to_parameters", "NonFiniteNormError"]
