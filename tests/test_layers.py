@@ -34,7 +34,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("methods, checkpointing", ("_methods", "tensor_compat", "recompute")),  # run ops
     # Module.__call__ runs through inspect/trace.py (module paths and shape chains for
     # every error), so that file is nn's, though it lives in inspect/
-    ("nn, optim, data", ("nn", "optim", "data", "inspect.trace")),
+    ("nn, optim, data", ("nn", "optim", "data", "inspect.trace", "utils")),
     ("inspect", ("inspect",)),
     # what porting from PyTorch meets: torch's names and device questions, einops' backend
     ("porting", ("_porting", "_torch_names", "compat", "cuda", "backends", "accelerator",

@@ -25,6 +25,8 @@ from .ops.movement import *  # noqa: F403
 from .ops.nn import *  # noqa: F403
 from .ops.conv import *  # noqa: F403
 from .ops.reduce import *  # noqa: F403
+from .ops.sorting import *  # noqa: F403
+from .ops.sampling import *  # noqa: F403
 from .io import load, save
 from .random import Generator, initial_seed, manual_seed, seed
 from .recompute import checkpoint
@@ -55,6 +57,7 @@ _LAZY = {
     "nn": ".nn", "optim": ".optim", "data": ".data", "models": ".models", "autograd": ".autograd",
     "memory": ".inspect.memory", "onnx": ".io.onnx",
     "cuda": ".cuda", "backends": ".backends", "accelerator": ".accelerator", "compat": ".compat",
+    "utils": ".utils",
 }
 _LAZY_ATTRS = {"graph": ".inspect.graph", "Graph": ".inspect.graph"}  # subprocess: not at import
 _LAZY_ATTRS.update(dict.fromkeys(

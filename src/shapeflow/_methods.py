@@ -15,13 +15,13 @@ from .device import get_device
 from .dtypes import DType
 from .errors import ShapeflowError
 from .ops import elementwise as E
-from .ops import indexing, linalg, movement, reduce
+from .ops import indexing, linalg, movement, reduce, sampling, sorting
 from .ops import inplace as I
 from .ops import nn as nn_ops
 from .ops.base import apply
 from .tensor import Tensor
 
-_MODULES = (E, reduce, movement, linalg, nn_ops, indexing)
+_MODULES = (E, reduce, movement, linalg, nn_ops, indexing, sorting, sampling)
 
 
 def _attach_methods() -> None:
