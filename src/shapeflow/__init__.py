@@ -27,6 +27,7 @@ from .ops.conv import *  # noqa: F403
 from .ops.reduce import *  # noqa: F403
 from .ops.sorting import *  # noqa: F403
 from .ops.sampling import *  # noqa: F403
+from .ops.selection import *  # noqa: F403
 from .io import load, save
 from .random import Generator, initial_seed, manual_seed, seed
 from .recompute import checkpoint
