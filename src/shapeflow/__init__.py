@@ -28,6 +28,7 @@ from .ops.reduce import *  # noqa: F403
 from .ops.sorting import *  # noqa: F403
 from .ops.sampling import *  # noqa: F403
 from .ops.selection import *  # noqa: F403
+from .ops.scatter import *  # noqa: F403
 from .io import load, save
 from .random import Generator, initial_seed, manual_seed, seed
 from .recompute import checkpoint

@@ -15,14 +15,14 @@ from .device import get_device
 from .dtypes import DType
 from .errors import ShapeflowError
 from .ops import elementwise as E
-from .ops import indexing, linalg, movement, reduce, sampling, selection, sorting
+from .ops import indexing, linalg, movement, reduce, sampling, scatter, selection, sorting
 from .ops import inplace as I
 from .ops import nn as nn_ops
 from .ops.base import apply
 from .tensor import Tensor
 
 _MODULES = (E, reduce, movement, linalg, nn_ops, indexing, sorting, sampling,
-            selection)
+            selection, scatter)
 
 
 def _attach_methods() -> None:

@@ -135,7 +135,7 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=(),
         capture_ids[id(t.grad_fn) if t.grad_fn is not None else id(t)] = i
     captured = [None] * len(capture)
 
-    def accumulate(store: dict, key: int, g: Tensor) -> None:
+    def add_grad(store: dict, key: int, g: Tensor) -> None:  # (not `accumulate`: the flag)
         old = store.get(key)
         if old is None:
             store[key] = g
@@ -153,7 +153,7 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=(),
             entry = leaf_grads.setdefault(id(t), [t, None])
             entry[1] = g if entry[1] is None else entry[1] + g
         else:
-            accumulate(grads, id(t.grad_fn), g)
+            add_grad(grads, id(t.grad_fn), g)
 
     with grad_mode.set_grad_enabled(create_graph):
         for node in order:
@@ -203,7 +203,7 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=(),
                     else:
                         entry[1] = entry[1] + ig
                 else:
-                    accumulate(grads, id(nxt), ig)
+                    add_grad(grads, id(nxt), ig)
         for leaf_id, (leaf, g) in leaf_grads.items():
             if leaf._hooks:
                 for hook in leaf._hooks:
