@@ -32,6 +32,7 @@ from .ops.scatter import *  # noqa: F403
 from .io import load, save
 from .random import Generator, initial_seed, manual_seed, seed
 from .recompute import checkpoint
+from .autograd import function as _function, functional as _functional  # noqa: F401
 from .shape import Shape
 from .symbolic import Dim, dims
 from .inspect.anomaly import AnomalyError, detect_anomaly
@@ -64,6 +65,9 @@ _LAZY = {
 _LAZY_ATTRS = {"graph": ".inspect.graph", "Graph": ".inspect.graph"}  # subprocess: not at import
 _LAZY_ATTRS.update(dict.fromkeys(
     ("set_float32_matmul_precision", "get_float32_matmul_precision"), ".backends"))
+
+# torch.autograd.Function's home (autograd/function.py sits above ops; the package below)
+_function.install()
 
 # Tensor refuses torch functions and says what to use for torch.Tensor names it lacks
 from . import _porting
