@@ -32,6 +32,7 @@ from .ops.scatter import *  # noqa: F403
 from .io import load, save
 from .random import Generator, initial_seed, manual_seed, seed
 from .recompute import checkpoint
+from .dlpack import from_dlpack
 from .autograd import function as _function, functional as _functional  # noqa: F401
 from .shape import Shape
 from .symbolic import Dim, dims

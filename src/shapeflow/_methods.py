@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import importlib
 
+from . import dlpack, factories, tensor_compat, torch_interop
 from . import dtypes as _dt
-from . import factories, tensor_compat, torch_interop
 from .autograd import engine
 from .device import get_device
 from .dtypes import DType
@@ -167,3 +167,4 @@ _attach_methods()
 _attach_operators()
 _attach_tensor_methods()
 tensor_compat.attach()
+dlpack.attach()
