@@ -26,9 +26,15 @@ from .ops.nn import *  # noqa: F403
 from .ops.conv import *  # noqa: F403
 from .ops.reduce import *  # noqa: F403
 from .ops.matrix import *  # noqa: F403
+from .ops.sorting import *  # noqa: F403
+from .ops.sampling import *  # noqa: F403
+from .ops.selection import *  # noqa: F403
+from .ops.scatter import *  # noqa: F403
 from .io import load, save
 from .random import Generator, initial_seed, manual_seed, seed
 from .recompute import checkpoint
+from .dlpack import from_dlpack
+from .autograd import function as _function, functional as _functional  # noqa: F401
 from .shape import Shape
 from .symbolic import Dim, dims
 from .inspect.anomaly import AnomalyError, detect_anomaly
@@ -57,10 +63,14 @@ _LAZY = {
     "memory": ".inspect.memory", "onnx": ".io.onnx", "linalg": ".linalg",
     "distributed": ".distributed", "cuda": ".cuda", "backends": ".backends",
     "accelerator": ".accelerator", "compat": ".compat",
+    "utils": ".utils",
 }
 _LAZY_ATTRS = {"graph": ".inspect.graph", "Graph": ".inspect.graph"}  # subprocess: not at import
 _LAZY_ATTRS.update(dict.fromkeys(
     ("set_float32_matmul_precision", "get_float32_matmul_precision"), ".backends"))
+
+# torch.autograd.Function's home (autograd/function.py sits above ops; the package below)
+_function.install()
 
 # Tensor refuses torch functions and says what to use for torch.Tensor names it lacks
 from . import _porting

@@ -8,20 +8,31 @@ from __future__ import annotations
 
 import importlib
 
+from . import dlpack, factories, tensor_compat, torch_interop
 from . import dtypes as _dt
-from . import factories, tensor_compat, torch_interop
 from .autograd import engine
 from .device import get_device
 from .dtypes import DType
 from .errors import ShapeflowError
 from .ops import elementwise as E
-from .ops import indexing, linalg, matrix, movement, reduce
+from .ops import (
+    indexing,
+    linalg,
+    matrix,
+    movement,
+    reduce,
+    sampling,
+    scatter,
+    selection,
+    sorting,
+)
 from .ops import inplace as I
 from .ops import nn as nn_ops
 from .ops.base import apply
 from .tensor import Tensor
 
-_MODULES = (E, reduce, movement, linalg, nn_ops, indexing, matrix)
+_MODULES = (E, reduce, movement, linalg, nn_ops, indexing, matrix, sorting, sampling,
+            selection, scatter)
 
 
 def _attach_methods() -> None:
@@ -172,3 +183,4 @@ _attach_methods()
 _attach_operators()
 _attach_tensor_methods()
 tensor_compat.attach()
+dlpack.attach()

@@ -136,9 +136,12 @@ class Tensor:
         return self._need_data("numpy")
 
     def __array__(self, dtype=None, copy=None):
+        """The data itself (np.asarray(t) shares memory); a copy if asked or converted."""
         arr = self._need_data("__array__")
         if dtype is not None:
-            arr = arr.astype(dtype)
+            arr = arr.astype(dtype, copy=bool(copy))
+        elif copy:
+            arr = arr.copy()
         return arr
 
     def item(self):

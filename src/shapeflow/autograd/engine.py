@@ -166,7 +166,7 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=(),
             for hook in post or ():
                 hook.fn(leaf)
 
-    def accumulate(store: dict, key: int, g: Tensor) -> None:
+    def add_grad(store: dict, key: int, g: Tensor) -> None:  # (not `accumulate`: the flag)
         old = store.get(key)
         if old is None:
             store[key] = g
@@ -184,7 +184,7 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=(),
             entry = leaf_grads.setdefault(id(t), [t, None])
             entry[1] = g if entry[1] is None else entry[1] + g
         else:
-            accumulate(grads, id(t.grad_fn), g)
+            add_grad(grads, id(t.grad_fn), g)
 
     with grad_mode.set_grad_enabled(create_graph):
         for node in order:
@@ -237,7 +237,7 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=(),
                     else:
                         entry[1] = entry[1] + ig
                 else:
-                    accumulate(grads, id(nxt), ig)
+                    add_grad(grads, id(nxt), ig)
         for leaf_id, (leaf, g) in leaf_grads.items():
             finish_leaf(leaf_id, leaf, g)
     return captured

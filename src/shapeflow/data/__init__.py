@@ -15,10 +15,11 @@ from .dataloader import (
 from .dataset import ConcatDataset, Dataset, Subset, TensorDataset, random_split
 from .datasets import CharDataset, char_lm, digits, text_corpus
 from .distributed import DistributedSampler
+from .iterable import ChainDataset, IterableDataset, WeightedRandomSampler, get_worker_info
 
 __all__ = [
-    "BatchSampler", "CharDataset", "ConcatDataset", "DataLoader", "Dataset", "DistributedSampler",
-    "RandomSampler",
-    "Sampler", "SequentialSampler", "Subset", "SubsetRandomSampler", "TensorDataset", "char_lm",
-    "datasets", "default_collate", "digits", "random_split", "text_corpus",
+    "BatchSampler", "ChainDataset", "CharDataset", "ConcatDataset", "DataLoader", "Dataset",
+    "DistributedSampler", "IterableDataset", "RandomSampler", "Sampler", "SequentialSampler",
+    "Subset", "SubsetRandomSampler", "TensorDataset", "WeightedRandomSampler", "char_lm",
+    "datasets", "default_collate", "digits", "get_worker_info", "random_split", "text_corpus",
 ]

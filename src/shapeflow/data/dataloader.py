@@ -219,10 +219,13 @@ class DataLoader:
         elif batch_size is None and drop_last:
             raise ShapeError("DataLoader: batch_size=None option disables auto-batching and is "
                              "mutually exclusive with drop_last")
-        if sampler is None:
+        self._stream = getattr(dataset, "_stream", False)  # an IterableDataset: no indices
+        if self._stream:
+            _check_stream_options(shuffle, sampler, batch_sampler)
+        elif sampler is None:
             sampler = (RandomSampler(dataset, generator=generator, seed=seed) if shuffle
                        else SequentialSampler(dataset))
-        if batch_sampler is None and batch_size is not None:
+        if batch_sampler is None and batch_size is not None and not self._stream:
             batch_sampler = BatchSampler(sampler, batch_size, drop_last)
         self.dataset = dataset
         self.batch_size = batch_size
@@ -240,6 +243,9 @@ class DataLoader:
         self.pin_memory = pin_memory
 
     def __len__(self) -> int:
+        if self._stream:  # as PyTorch: the stream's len, in batches (TypeError if it has none)
+            n, bs = len(self.dataset), self.batch_size
+            return n if bs is None else (n // bs if self.drop_last else -(-n // bs))
         if self.batch_sampler is not None:
             return len(self.batch_sampler)
         return len(self.sampler)
@@ -251,6 +257,9 @@ class DataLoader:
 
     def __iter__(self):
         dataset, collate = self.dataset, self.collate_fn
+        if self._stream:
+            yield from _stream_batches(iter(dataset), self.batch_size, self.drop_last, collate)
+            return
         if self.batch_sampler is None:  # batch_size=None: samples one by one
             for i in self.sampler:
                 yield dataset[i] if collate is None else collate(dataset[i])
@@ -269,8 +278,32 @@ class DataLoader:
             yield collate([dataset[i] for i in idx])
 
     def __repr__(self) -> str:
+        if self._stream:
+            return f"DataLoader({type(self.dataset).__name__}, batch_size={self.batch_size})"
         return (f"DataLoader({type(self.dataset).__name__} of {len(self.dataset)}, "
                 f"batch_size={self.batch_size}, batches={len(self)})")
+
+
+def _check_stream_options(shuffle, sampler, batch_sampler) -> None:
+    for name, value in (("shuffle", shuffle), ("sampler", sampler),
+                        ("batch_sampler", batch_sampler)):
+        if value:
+            raise ValueError(f"DataLoader with IterableDataset: expected unspecified {name} "
+                             f"option, but got {name}={value!r}")
+
+
+def _stream_batches(samples, batch_size, drop_last: bool, collate):
+    """Batches of an iterable dataset: batch_size samples at a time, collated."""
+    if batch_size is None:
+        for sample in samples:
+            yield sample if collate is None else collate(sample)
+        return
+    collate = collate or default_collate
+    while True:
+        batch = list(itertools.islice(samples, batch_size))
+        if not batch or (drop_last and len(batch) < batch_size):
+            return
+        yield collate(batch)
 
 
 def _wrap(arr: np.ndarray) -> Tensor:

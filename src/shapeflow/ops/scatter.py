@@ -1,0 +1,307 @@
+"""The scatter family beyond gather/scatter/scatter_add: scatter with `reduce`,
+scatter_reduce (sum, prod, mean, amax, amin; include_self), index_copy, index_fill, and the
+in-place forms (scatter_, scatter_add_, scatter_reduce_, index_add_, index_copy_,
+index_fill_) through ops/inplace.py.
+
+Gradients follow PyTorch's formulas: amax/amin share a tie's gradient evenly among the
+entries equal to the result; prod's first-order gradient is exact with zeros (the products
+of the other factors are kept from the forward, and taken as constants by a second-order
+gradient).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import DTypeError, ShapeError
+from ..tensor import Tensor, describe, from_numpy
+from .base import OUT, X0, X1, X2, Op, Saved, apply
+from .movement import IndexAdd, gather, index_add, index_select, scatter_add
+from .movement import scatter as _scatter
+from .movement.dim_index import _check_bounds
+from .movement.gather_scatter import Scatter, ScatterAdd, _pad_to, _scatter_coords
+
+REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
+_UFUNC = {"sum": np.add, "mean": np.add, "prod": np.multiply, "amax": np.maximum,
+          "amin": np.minimum}
+
+
+def _identity(reduce: str, dtype: np.dtype):
+    if reduce in ("sum", "mean"):
+        return 0
+    if reduce == "prod":
+        return 1
+    big = np.inf if dtype.kind == "f" else (True if dtype.kind == "b" else np.iinfo(dtype).max)
+    if reduce == "amin":
+        return big
+    return -np.inf if dtype.kind == "f" else (False if dtype.kind == "b" else
+                                              np.iinfo(dtype).min)
+
+
+def _touched(g: Tensor, d: int, index: Tensor) -> Tensor:
+    """1 where some index entry scatters to, else 0, in g's shape and dtype."""
+    from ..factories import zeros
+
+    return apply(Scatter(d, 1), zeros(tuple(g.shape), dtype=g.dtype, device=g.device), index)
+
+
+def _index_part(src: Tensor, index_shape) -> Tensor:
+    """src cut to index's extent (src may be larger in any dim)."""
+    if tuple(src.shape) == tuple(index_shape):
+        return src
+    return src[tuple(slice(0, s) for s in index_shape)]
+
+
+class ScatterReduce(ScatterAdd):
+    """x with src reduced into the positions index names along dim."""
+
+    name = "scatter_reduce"
+
+    def __init__(self, dim: int, reduce: str, include_self: bool = True) -> None:
+        super().__init__(dim)
+        self.reduce, self.include_self = reduce, include_self
+
+    def infer(self, x, index, src):
+        self.x_shape = tuple(x.shape)
+        return ScatterAdd.infer(self, x, index, src)
+
+    def saved(self, x, index, src, *, out):
+        r = self.reduce
+        if r in ("amax", "amin"):
+            return (X0, X1, X2, OUT)
+        if r == "prod":
+            return (X1, Saved.new("gx_factor", x.shape, x.dtype),
+                    Saved.new("gsrc_factor", self.index_shape, x.dtype))
+        return (X1,)
+
+    def forward(self, x, index, src):
+        out = np.array(x, copy=True)
+        if x.ndim == 0:
+            out, index, src = out.reshape(1), index.reshape(1), src.reshape(1)
+        _check_bounds(index, out.shape[self.d], self.d, self.name)
+        coords = _scatter_coords(index.astype(np.intp, copy=False), self.d)
+        val = src[tuple(slice(0, s) for s in index.shape)]
+        r = self.reduce
+        if not self.include_self:
+            out[coords] = _identity(r, out.dtype)
+        _UFUNC[r].at(out, coords, val)
+        if r == "mean":
+            count = np.full(out.shape, 1 if self.include_self else 0, np.int64)
+            np.add.at(count, coords, 1)
+            count = np.maximum(count, 1)
+            out = out / count if out.dtype.kind == "f" else out // count
+        elif r == "prod":
+            self._prod_factors(x.reshape(out.shape), coords, val)
+        return out.reshape(x.shape).astype(x.dtype, copy=False)
+
+    def _prod_factors(self, x, coords, val) -> None:
+        """For backward: the product of every other factor at each input and src entry."""
+        zero = val == 0
+        nz = np.where(zero, 1, val).astype(np.float64)
+        zeros = np.zeros(x.shape, np.int64)
+        np.add.at(zeros, coords, zero.astype(np.int64))
+        prod_nz = np.ones(x.shape, np.float64)
+        np.multiply.at(prod_nz, coords, nz)
+        touched = np.zeros(x.shape, bool)
+        touched[coords] = True
+        if self.include_self:
+            gx = np.where(zeros > 0, 0.0, prod_nz)  # the product of the scattered values
+            x_zero = x == 0
+            zeros = zeros + x_zero
+            prod_nz = prod_nz * np.where(x_zero, 1, x)
+        else:
+            gx = np.where(touched, 0.0, 1.0)
+        z_at, p_at = zeros[coords], prod_nz[coords]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            gsrc = np.where(zero, np.where(z_at == 1, p_at, 0.0),
+                            np.where(z_at == 0, p_at / nz, 0.0))
+        self.gx_factor = gx.reshape(self.x_shape).astype(x.dtype)
+        self.gsrc_factor = gsrc.reshape(self.index_shape).astype(x.dtype)
+
+    def backward(self, g):
+        r, d = self.reduce, self.d
+        if r == "prod":
+            index, gx_factor, gsrc_factor = self.saved_tensors
+            gx = g * gx_factor
+            gsrc = gather(g, d, index) * gsrc_factor
+        elif r in ("sum", "mean"):
+            (index,) = self.saved_tensors
+            if r == "mean":
+                from ..factories import full, ones
+
+                base = full(tuple(g.shape), 1 if self.include_self else 0, dtype=g.dtype,
+                            device=g.device)
+                count = scatter_add(base, d, index, ones(tuple(index.shape), dtype=g.dtype,
+                                                         device=g.device))
+                g = g / count.clamp(min=1)
+            gx = g if self.include_self else g * (1 - _touched(g, d, index))
+            gsrc = gather(g, d, index)
+        else:
+            x, index, src, out = self.saved_tensors
+            picked = (_index_part(src, index.shape) == gather(out, d, index)).to(g.dtype)
+            mx = (x == out).to(g.dtype)
+            # as PyTorch: an input equal to the result counts in the share even where
+            # include_self=False left it out (its own gradient is then masked to 0)
+            count = scatter_add(mx, d, index, picked)
+            share = g / count
+            gx = share * mx
+            if not self.include_self:
+                gx = gx * (1 - _touched(g, d, index))
+            gsrc = gather(share, d, index) * picked
+        return gx, None, _pad_to(gsrc, self.src_shape)
+
+
+def _check_reduce(op: str, reduce: str, allowed) -> None:
+    if reduce not in allowed:
+        raise ShapeError(f"{op}: reduce argument must be one of {', '.join(allowed)}, got "
+                         f"{reduce!r}", op=op)
+
+
+def scatter_reduce(x: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
+                   include_self: bool = True) -> Tensor:
+    """x with src reduced (sum, prod, mean, amax, amin) into the positions index names."""
+    _check_reduce("scatter_reduce", reduce, REDUCTIONS)
+    return apply(ScatterReduce(dim, reduce, include_self), x, index, src)
+
+
+def scatter(x: Tensor, dim: int, index: Tensor, src=None, value=None, *,
+            reduce: str | None = None) -> Tensor:
+    """x with src (a tensor) or value (a number) written at index along dim; reduce 'add'
+    or 'multiply' combines them with x's values instead."""
+    if reduce is None:
+        return _scatter(x, dim, index, src, value)
+    _check_reduce("scatter", reduce, ("add", "multiply"))
+    if not isinstance(src, Tensor):
+        from ..factories import full
+
+        v = value if src is None else src
+        src = full(tuple(index.shape), v, dtype=x.dtype, device=x.device)
+    return apply(ScatterReduce(dim, "sum" if reduce == "add" else "prod"), x, index, src)
+
+
+# ---- index_copy / index_fill ----------------------------------------------------------------
+class IndexCopy(IndexAdd):
+    """x with source's slices written at index along dim (the last write wins on repeats)."""
+
+    name = "index_copy"
+
+    def __init__(self, dim: int) -> None:
+        super().__init__(dim)
+
+    def infer(self, x, index, source):
+        shape, dtype = _renamed(IndexAdd.infer, self, x, index, source)
+        if source.dtype is not x.dtype:
+            raise DTypeError(f"index_copy: source dtype {source.dtype} must equal the input's "
+                             f"{x.dtype}", op=self.name,
+                             operands=[("input", describe(x)), ("source", describe(source))])
+        return shape, dtype
+
+    def forward(self, x, index, source):
+        index = index.reshape(-1).astype(np.intp, copy=False)
+        _check_bounds(index, x.shape[self.d] if x.ndim else 1, self.d, self.name)
+        out = np.array(x, copy=True)
+        out[(slice(None),) * self.d + (index,)] = source
+        return out
+
+    def backward(self, g):
+        (index,) = self.saved_tensors
+        return apply(IndexFill(self.d, 0), g, index), None, index_select(g, self.d, index)
+
+
+def _renamed(fn, op, *args):
+    """Run a parent's infer, its errors naming this op (they say index_add otherwise)."""
+    try:
+        return fn(op, *args)
+    except ShapeError as e:
+        raise ShapeError(e.message.replace("index_add", op.name), op=op.name,
+                         operands=e.operands, hint=e.hint) from None
+
+
+class IndexFill(Op):
+    """x with value at the positions index names along dim (value: a number or 0-d tensor)."""
+
+    name = "index_fill"
+
+    def __init__(self, dim: int, value=None) -> None:
+        self.dim, self.value = dim, value
+
+    def infer(self, x, index, value=None):
+        from ..shape import normalize_dim
+        from .movement.dim_index import _check_index_dtype
+
+        _check_index_dtype(index, self.name)
+        if index.ndim > 1:
+            raise ShapeError(f"index_fill: index must be 1-d, got {describe(index)}",
+                             op=self.name, operands=[("input", describe(x)),
+                                                     ("index", describe(index))])
+        if value is not None and value.ndim != 0:
+            raise ShapeError("index_fill: only supports a 0-dimensional value tensor, but got "
+                             f"{describe(value)}", op=self.name,
+                             operands=[("value", describe(value))])
+        self.d = normalize_dim(self.dim, x.ndim, self.name)
+        return tuple(x.shape), x.dtype
+
+    def saved(self, x, index, value=None, *, out):
+        return (X1,)
+
+    def forward(self, x, index, value=None):
+        index = index.reshape(-1).astype(np.intp, copy=False)
+        out = np.array(x, copy=True)
+        if x.ndim == 0:
+            _check_bounds(index, 1, 0, self.name)
+            if index.size:
+                out[...] = self.value if value is None else value
+            return out
+        _check_bounds(index, x.shape[self.d], self.d, self.name)
+        out[(slice(None),) * self.d + (index,)] = self.value if value is None else value
+        return out
+
+    def backward(self, g):
+        (index,) = self.saved_tensors
+        gx = apply(IndexFill(self.d, 0), g, index) if self.needs_grad(0) else None
+        if len(self.next) == 6:  # no value tensor
+            return gx, None
+        gv = None
+        if self.needs_grad(2):
+            if index.data is not None:  # repeated positions count once, as in PyTorch
+                index = from_numpy(np.unique(index.data.reshape(-1)))
+            gv = (g.reshape(1) if g.ndim == 0 else index_select(g, self.d, index)).sum()
+        return gx, None, gv
+
+
+def index_copy(x: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
+    """x with source's slices copied to the positions index names along dim."""
+    return apply(IndexCopy(dim), x, index, source)
+
+
+def index_fill(x: Tensor, dim: int, index: Tensor, value) -> Tensor:
+    """x with value at the positions index names along dim."""
+    if isinstance(value, Tensor):
+        if value.dtype is not x.dtype:
+            value = value.to(x.dtype)
+        return apply(IndexFill(dim), x, index, value)
+    return apply(IndexFill(dim, value), x, index)
+
+
+# ---- in place -------------------------------------------------------------------------------
+def _inplace(name: str, fn):
+    def method(self: Tensor, *args, **kwargs) -> Tensor:
+        from .inplace import inplace
+
+        return inplace(self, name, lambda src, *a: fn(src, *a, **kwargs), *args)
+
+    method.__name__ = name
+    method.__doc__ = f"In-place {name[:-1]}: writes the result into self."
+    return method
+
+
+scatter_ = _inplace("scatter_", scatter)
+scatter_add_ = _inplace("scatter_add_", scatter_add)
+scatter_reduce_ = _inplace("scatter_reduce_", scatter_reduce)
+index_add_ = _inplace("index_add_", index_add)
+index_copy_ = _inplace("index_copy_", index_copy)
+index_fill_ = _inplace("index_fill_", index_fill)
+
+METHODS = ("scatter", "scatter_", "scatter_add_", "scatter_reduce", "scatter_reduce_",
+           "index_add_", "index_copy", "index_copy_", "index_fill", "index_fill_")
+__all__ = ["scatter", "scatter_reduce", "index_copy", "index_fill"]

@@ -1,0 +1,468 @@
+"""Selection by value: nonzero / argwhere, masked_select / masked_scatter, take,
+take_along_dim, searchsorted / bucketize, histc, unique and unique_consecutive.
+
+Ops whose output size depends on the data (nonzero, masked_select, unique) raise a
+DeviceError on the meta device, as a boolean mask index does: no shape can be known.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..errors import DeviceError, DTypeError, ShapeError
+from ..shape import broadcast_shapes, dims_equal, format_shape, normalize_dim
+from ..tensor import Tensor, describe, from_numpy
+from .base import X1, Op, apply
+
+_int64 = _dt.int64
+
+
+def _needs_data(op: str, *ts: Tensor) -> None:
+    for t in ts:
+        if t.data is None:
+            raise DeviceError(
+                f"{op}: the size of its result depends on the values of {describe(t)}, and a "
+                "meta tensor has none", op=op, operands=[("input", describe(t))],
+                hint="run this op on cpu; on meta, trace with a shape-known op instead")
+
+
+def _check_int_index(op: str, index, what: str = "index") -> None:
+    if not isinstance(index, Tensor) or index.dtype.category != 1:
+        got = describe(index) if isinstance(index, Tensor) else type(index).__name__
+        raise DTypeError(f"{op}: {what} must be an integer (long) tensor, got {got}", op=op,
+                         operands=[(what, got)], hint="convert with .long()")
+
+
+class Computed(Op):
+    """A result computed from the inputs' values in infer (its size depends on them)."""
+
+    differentiable = False
+
+    def __init__(self, name: str, fn, dtype=None) -> None:
+        self.name, self.fn, self.dtype = name, fn, dtype
+
+    def infer(self, *ts):
+        _needs_data(self.name, *ts)
+        self.result = np.asarray(self.fn(*[t.data for t in ts]))
+        dt = self.dtype or _dt.from_numpy_dtype(self.result.dtype)
+        self.result = self.result.astype(dt.np, copy=False)
+        return self.result.shape, dt
+
+    def forward(self, *arrays):
+        return self.result
+
+
+# ---- nonzero / argwhere -----------------------------------------------------------------
+def nonzero(x: Tensor, *, as_tuple: bool = False):
+    """Indices of the nonzero entries: [n, ndim] int64, or (as_tuple) one 1-d tensor per dim."""
+    def fn(a):
+        return np.argwhere(a) if a.ndim else np.zeros((int(a != 0), 0), np.int64)
+
+    out = apply(Computed("nonzero", fn, _int64), x)
+    if not as_tuple:
+        return out
+    if x.ndim == 0:
+        return (from_numpy(np.zeros(out.shape[0], np.int64)),)
+    return tuple(from_numpy(np.ascontiguousarray(out.data[:, j])) for j in range(x.ndim))
+
+
+def argwhere(x: Tensor) -> Tensor:
+    """Indices of the nonzero entries, [n, ndim] int64 (nonzero without as_tuple)."""
+    return nonzero(x)
+
+
+# ---- masked_select / masked_scatter ---------------------------------------------------------
+def _check_mask(op: str, x: Tensor, mask: Tensor) -> None:
+    if not isinstance(mask, Tensor) or mask.dtype is not _dt.bool_:
+        got = describe(mask) if isinstance(mask, Tensor) else type(mask).__name__
+        raise DTypeError(f"{op}: expected a bool mask, got {got}", op=op,
+                         operands=[("input", describe(x)), ("mask", got)],
+                         hint="compare first (x > 0), or convert with .bool()")
+
+
+class MaskedSelect(Op):
+    """The entries of x (broadcast with mask) where mask is true, as a 1-d tensor."""
+
+    name = "masked_select"
+
+    def infer(self, x, mask):
+        _check_mask(self.name, x, mask)
+        self.shape = broadcast_shapes(x.shape, mask.shape, self.name, ("input", "mask"))
+        _needs_data(self.name, mask)
+        n = int(np.count_nonzero(np.broadcast_to(mask.data, self.shape)))
+        return (n,), x.dtype
+
+    def saved(self, x, mask, out):
+        return (X1,)
+
+    def forward(self, x, mask):
+        return np.broadcast_to(x, self.shape)[np.broadcast_to(mask, self.shape)]
+
+    def backward(self, g):
+        from ..factories import zeros
+
+        (mask,) = self.saved_tensors
+        base = zeros(self.shape, dtype=g.dtype, device=g.device)
+        return apply(MaskedScatter(), base, mask, g), None
+
+
+def masked_select(x: Tensor, mask: Tensor) -> Tensor:
+    """x's entries where mask (broadcast) is true, in row-major order, as a 1-d tensor."""
+    return apply(MaskedSelect(), x, mask)
+
+
+class MaskedScatter(Op):
+    """x with mask's true positions filled, in order, from source's first entries."""
+
+    name = "masked_scatter"
+
+    def infer(self, x, mask, source):
+        _check_mask(self.name, x, mask)
+        ops = [("input", describe(x)), ("mask", describe(mask)), ("source", describe(source))]
+        if source.dtype is not x.dtype:
+            raise DTypeError(f"{self.name}: source dtype {source.dtype} must equal the input's "
+                             f"{x.dtype}", op=self.name, operands=ops)
+        self.shape = broadcast_shapes(x.shape, mask.shape, self.name, ("input", "mask"))
+        self.source_shape = tuple(source.shape)
+        if mask.data is not None and source.data is not None:
+            need = int(np.count_nonzero(np.broadcast_to(mask.data, self.shape)))
+            if need > source.data.size:
+                raise ShapeError(f"{self.name}: the mask has {need} true entries but source "
+                                 f"has only {source.data.size} elements", op=self.name,
+                                 operands=ops, hint="source needs at least one element per "
+                                 "true entry of the mask")
+        return self.shape, x.dtype
+
+    def saved(self, x, mask, source, out):
+        return (X1,)
+
+    def forward(self, x, mask, source):
+        out = np.array(np.broadcast_to(x, self.shape), copy=True)
+        m = np.broadcast_to(mask, self.shape)
+        out[m] = source.reshape(-1)[:np.count_nonzero(m)]
+        return out
+
+    def backward(self, g):
+        (mask,) = self.saved_tensors
+        gx = apply(_MaskedFill0(), g, mask) if self.needs_grad(0) else None
+        gs = None
+        if self.needs_grad(2):
+            gs = apply(_MaskedPick(self.source_shape), g, mask)
+        return gx, None, gs
+
+
+class _MaskedPick(Op):
+    """g's entries where mask is true, in source's shape (zeros after them): the gradient
+    masked_scatter sends its source."""
+
+    name = "masked_scatter_backward"
+
+    def __init__(self, shape) -> None:
+        self.shape = shape
+
+    def infer(self, g, mask):
+        self.g_shape = tuple(g.shape)
+        return self.shape, g.dtype
+
+    def saved(self, g, mask, out):
+        return (X1,)
+
+    def forward(self, g, mask):
+        picked = g[np.broadcast_to(mask, g.shape)]
+        out = np.zeros(int(np.prod(self.shape, dtype=np.int64)), g.dtype)
+        out[:picked.size] = picked
+        return out.reshape(self.shape)
+
+    def backward(self, gg):
+        from ..factories import zeros
+
+        (mask,) = self.saved_tensors
+        base = zeros(self.g_shape, dtype=gg.dtype, device=gg.device)
+        return apply(MaskedScatter(), base, mask, gg), None
+
+
+class _MaskedFill0(Op):
+    """g with zeros where mask is true (masked_fill(g, mask, 0) under its own name)."""
+
+    name = "masked_scatter_backward"
+
+    def infer(self, g, mask):
+        return tuple(g.shape), g.dtype
+
+    def saved(self, g, mask, out):
+        return (X1,)
+
+    def forward(self, g, mask):
+        return np.where(mask, np.zeros((), g.dtype), g)
+
+    def backward(self, gg):
+        (mask,) = self.saved_tensors
+        return apply(_MaskedFill0(), gg, mask), None
+
+
+def masked_scatter(x: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    """x with the true positions of mask filled from source, in row-major order."""
+    return apply(MaskedScatter(), x, mask, source)
+
+
+def masked_scatter_(x: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    from .inplace import inplace
+
+    return inplace(x, "masked_scatter_", masked_scatter, mask, source)
+
+
+# ---- take / take_along_dim ------------------------------------------------------------------
+def _wrapped(op: str, index: np.ndarray, n: int, x_desc: str) -> np.ndarray:
+    if index.size and (index.min() < -n or index.max() >= n):
+        bad = index.max() if index.max() >= n else index.min()
+        raise ShapeError(f"{op}: index {bad} out of range for tensor of size {n}", op=op,
+                         operands=[("input", x_desc)],
+                         hint=f"indices must lie in [{-n}, {n - 1}]")
+    return np.where(index < 0, index + n, index).astype(np.intp, copy=False)
+
+
+class Take(Op):
+    """x read as 1-d at index (negative indices count from the end): index's shape."""
+
+    name = "take"
+
+    def infer(self, x, index):
+        _check_int_index(self.name, index)
+        self.in_shape, self.desc = tuple(x.shape), describe(x)
+        return tuple(index.shape), x.dtype
+
+    def saved(self, x, index, out):
+        return (X1,)
+
+    def forward(self, x, index):
+        return x.reshape(-1)[_wrapped(self.name, index, x.size, self.desc)]
+
+    def backward(self, g):
+        (index,) = self.saved_tensors
+        return apply(TakeBackward(self.in_shape), g, index), None
+
+
+class TakeBackward(Op):
+    """g added into zeros of the input's shape at the flat indices (repeats add up)."""
+
+    name = "take_backward"
+
+    def __init__(self, shape) -> None:
+        self.shape = shape
+
+    def infer(self, g, index):
+        return self.shape, g.dtype
+
+    def saved(self, g, index, out):
+        return (X1,)
+
+    def forward(self, g, index):
+        out = np.zeros(self.shape, g.dtype)
+        flat = out.reshape(-1)
+        np.add.at(flat, _wrapped("take", index, flat.size, ""), g)
+        return out
+
+    def backward(self, gg):
+        (index,) = self.saved_tensors
+        return apply(Take(), gg, index), None
+
+
+def take(x: Tensor, index: Tensor) -> Tensor:
+    """x's entries at index, x read as a 1-d tensor."""
+    return apply(Take(), x, index)
+
+
+def take_along_dim(x: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
+    """gather along dim after broadcasting x and indices in the other dims (dim None: 1-d)."""
+    from .movement import expand, gather
+
+    _check_int_index("take_along_dim", indices, "indices")
+    if dim is None:
+        return gather(x.reshape(-1), 0, indices.reshape(-1))
+    if x.ndim != indices.ndim:
+        raise ShapeError(
+            f"take_along_dim: input and indices should have the same number of dimensions, "
+            f"but got {x.ndim} dimensions for input, and {indices.ndim} dimensions for indices",
+            op="take_along_dim", operands=[("input", describe(x)), ("indices", describe(indices))])
+    d = normalize_dim(dim, x.ndim, "take_along_dim")
+    xs, ins = list(x.shape), list(indices.shape)
+    xs[d] = ins[d] = 1
+    b = list(broadcast_shapes(tuple(xs), tuple(ins), "take_along_dim", ("input", "indices")))
+    bx, bi = list(b), list(b)
+    bx[d], bi[d] = x.shape[d], indices.shape[d]
+    return gather(expand(x, tuple(bx)), d, expand(indices, tuple(bi)))
+
+
+# ---- searchsorted / bucketize / histc -------------------------------------------------------
+class SearchSorted(Op):
+    name = "searchsorted"
+    differentiable = False
+
+    def __init__(self, right: bool, out_int32: bool) -> None:
+        self.right, self.out_int32 = right, out_int32
+
+    def infer(self, seq, values, sorter=None):
+        ops = [("sorted_sequence", describe(seq)), ("input", describe(values))]
+        if seq.ndim == 0:
+            raise ShapeError("searchsorted: boundaries tensor should be 1 dimension or the "
+                             "first N-1 dimensions of boundaries tensor and input value tensor "
+                             "must match", op=self.name, operands=ops)
+        if seq.ndim > 1 and (seq.ndim != values.ndim or not all(
+                dims_equal(a, b) for a, b in zip(seq.shape[:-1], values.shape[:-1]))):
+            raise ShapeError(
+                f"searchsorted: the first N-1 dimensions of sorted_sequence "
+                f"{format_shape(seq.shape)} and input {format_shape(values.shape)} must "
+                "match", op=self.name, operands=ops,
+                hint="use a 1-d sorted_sequence to search every value in one sequence")
+        if sorter is not None:
+            _check_int_index(self.name, sorter, "sorter")
+            if tuple(sorter.shape) != tuple(seq.shape):
+                raise ShapeError("searchsorted: sorter must have the sorted_sequence's shape",
+                                 op=self.name, operands=ops + [("sorter", describe(sorter))])
+        if seq.dtype.category == 0 or values.dtype.category == 0:
+            raise DTypeError("searchsorted: bool tensors are not supported", op=self.name,
+                             operands=ops)
+        return tuple(values.shape), _dt.int32 if self.out_int32 else _int64
+
+    def forward(self, seq, values, sorter=None):
+        side = "right" if self.right else "left"
+        if sorter is not None:
+            n = seq.shape[-1]
+            if sorter.size and (sorter.min() < 0 or sorter.max() >= n):
+                raise ShapeError(f"searchsorted: sorter index out of range for size {n}",
+                                 op=self.name)
+            seq = np.take_along_axis(seq, sorter.astype(np.intp), -1)
+        dt = np.int32 if self.out_int32 else np.int64
+        if seq.ndim == 1:
+            return np.searchsorted(seq, values, side=side).astype(dt)
+        s2, v2 = seq.reshape(-1, seq.shape[-1]), values.reshape(-1, values.shape[-1])
+        out = np.stack([np.searchsorted(s, v, side=side) for s, v in zip(s2, v2)]) if len(
+            s2) else np.zeros(v2.shape, dt)
+        return out.reshape(values.shape).astype(dt)
+
+
+def searchsorted(sorted_sequence: Tensor, input, *, out_int32: bool = False,  # noqa: A002
+                 right: bool = False, side: str | None = None, sorter=None) -> Tensor:
+    """Where each value would go in sorted_sequence (its last dim) to keep it sorted."""
+    if side is not None:
+        if side not in ("left", "right"):
+            raise ShapeError(f"searchsorted: side can only be 'left' or 'right', got {side!r}",
+                             op="searchsorted")
+        if right and side == "left":
+            raise ShapeError("searchsorted: side and right can't be set to opposites, got side "
+                             "of left while right was True", op="searchsorted")
+        right = side == "right"
+    if not isinstance(input, Tensor):
+        input = Tensor._make(np.asarray(input, sorted_sequence.dtype.np), (),  # noqa: A001
+                             sorted_sequence.dtype, sorted_sequence.device)
+    args = (sorted_sequence, input) if sorter is None else (sorted_sequence, input, sorter)
+    return apply(SearchSorted(right, out_int32), *args)
+
+
+def bucketize(input: Tensor, boundaries: Tensor, *, out_int32: bool = False,  # noqa: A002
+              right: bool = False) -> Tensor:
+    """The bucket of each input value among the 1-d boundaries (searchsorted's index)."""
+    if boundaries.ndim != 1:
+        raise ShapeError(f"bucketize: boundaries tensor must be 1 dimension, but got dim("
+                         f"{boundaries.ndim})", op="bucketize",
+                         operands=[("boundaries", describe(boundaries))])
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right)
+
+
+class Histc(Op):
+    name = "histc"
+    differentiable = False
+
+    def __init__(self, bins: int, lo, hi) -> None:
+        self.bins, self.lo, self.hi = bins, lo, hi
+
+    def infer(self, x):
+        if x.dtype.category != 2:
+            raise DTypeError(f"histc: input must be a floating tensor, got {x.dtype}",
+                             op=self.name, operands=[("input", describe(x))])
+        if not isinstance(self.bins, int) or self.bins <= 0:
+            raise ShapeError(f"histc: bins must be > 0, got {self.bins}", op=self.name)
+        if self.hi < self.lo:
+            raise ShapeError(f"histc: max must be larger than min, got min {self.lo} and max "
+                             f"{self.hi}", op=self.name, operands=[("input", describe(x))])
+        return (self.bins,), x.dtype
+
+    def forward(self, x):
+        lo, hi = float(self.lo), float(self.hi)
+        if lo == hi and x.size:
+            lo, hi = float(x.min()), float(x.max())
+        if lo == hi:  # PyTorch widens an empty range by one on each side
+            lo, hi = lo - 1, hi + 1
+        v = x.reshape(-1).astype(np.float64)
+        v = v[(v >= lo) & (v <= hi)]
+        idx = ((v - lo) * self.bins / (hi - lo)).astype(np.int64)
+        np.minimum(idx, self.bins - 1, out=idx)  # the max value goes in the last bin
+        return np.bincount(idx, minlength=self.bins).astype(x.dtype)
+
+
+def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Tensor:  # noqa: A002
+    """A histogram of input's values in `bins` equal bins over [min, max] (0, 0: the data's)."""
+    return apply(Histc(bins, min, max), input)
+
+
+# ---- unique / unique_consecutive ------------------------------------------------------------
+def _unique_result(x: Tensor, op: str, values, inverse, counts, return_inverse, return_counts):
+    out = apply(Computed(op, lambda a: values, x.dtype), x)
+    extra = []
+    if return_inverse:
+        extra.append(from_numpy(np.asarray(inverse, np.int64)))
+    if return_counts:
+        extra.append(from_numpy(np.asarray(counts, np.int64)))
+    return (out, *extra) if extra else out
+
+
+def unique(x: Tensor, sorted: bool = True, return_inverse: bool = False,  # noqa: A002
+           return_counts: bool = False, dim: int | None = None):
+    """The distinct values (or slices along dim), sorted; optionally inverse and counts."""
+    _needs_data("unique", x)
+    a = x.data
+    if dim is None:
+        values, inverse, counts = np.unique(a.reshape(-1), return_inverse=True,
+                                            return_counts=True)
+        inverse = inverse.reshape(a.shape)
+    else:
+        d = normalize_dim(dim, x.ndim, "unique")
+        if a.shape[d] == 0:
+            values, inverse, counts = a, np.zeros(0, np.int64), np.zeros(0, np.int64)
+        else:
+            values, inverse, counts = np.unique(a, return_inverse=True, return_counts=True,
+                                                axis=d)
+            inverse = inverse.reshape(-1)
+    return _unique_result(x, "unique", values, inverse, counts, return_inverse, return_counts)
+
+
+def unique_consecutive(x: Tensor, return_inverse: bool = False, return_counts: bool = False,
+                       dim: int | None = None):
+    """Each run of equal consecutive values (or slices along dim) kept once."""
+    _needs_data("unique_consecutive", x)
+    a = x.data
+    if dim is None:
+        flat = a.reshape(-1)
+        new = np.ones(flat.shape, bool)
+        new[1:] = flat[1:] != flat[:-1]
+        starts = np.flatnonzero(new)
+        values = flat[starts]
+        inverse = (np.cumsum(new) - 1).reshape(a.shape)
+    else:
+        d = normalize_dim(dim, x.ndim, "unique_consecutive")
+        moved = np.moveaxis(a, d, 0).reshape(a.shape[d], -1)
+        new = np.ones(a.shape[d], bool)
+        new[1:] = (moved[1:] != moved[:-1]).any(-1)
+        starts = np.flatnonzero(new)
+        values = np.take(a, starts, axis=d)
+        inverse = np.cumsum(new) - 1
+    counts = np.diff(np.append(starts, new.size))
+    return _unique_result(x, "unique_consecutive", values, inverse, counts, return_inverse,
+                          return_counts)
+
+
+METHODS = ("nonzero", "argwhere", "masked_select", "masked_scatter", "masked_scatter_", "take",
+           "take_along_dim", "histc", "unique", "unique_consecutive", "bucketize")
+__all__ = ["nonzero", "argwhere", "masked_select", "masked_scatter", "take", "take_along_dim",
+           "searchsorted", "bucketize", "histc", "unique", "unique_consecutive"]
