@@ -46,6 +46,19 @@ class Plan:
 
         return render_plan(self)
 
+    def __rich_console__(self, console, options):
+        """Printed by rich: the table fits the console's width."""
+        from .display import plan_parts
+
+        yield from plan_parts(self)
+
+    def _repr_html_(self) -> str:
+        """The table as HTML, for notebooks."""
+        from ..render import to_html
+        from .display import plan_parts
+
+        return to_html(plan_parts(self))
+
 
 def plan(rep, devices: int = 1, zero: int = 0, tensor_parallel: int = 1,
          sequence_parallel: bool = False) -> Plan:
