@@ -145,7 +145,7 @@ def plan_parts(plan) -> list:
             layout += " + sequence parallel"
     if plan.zero:
         layout += f", ZeRO stage {plan.zero}"
-    t = Table(title=f"per device: {layout}", title_justify="left", min_width=60)
+    t = Table(min_width=60)  # its title above it: a title would wrap to the table's width
     t.add_column("what", style="bold")
     t.add_column("bytes", justify="right", no_wrap=True)
     for name, v in (("parameters", plan.params), ("gradients", plan.grads),
@@ -153,7 +153,7 @@ def plan_parts(plan) -> list:
                     ("model states", plan.model_states), ("activations", plan.activations),
                     ("total", plan.total)):
         t.add_row(name, bytes_cell(v))
-    return [t]
+    return [f"per device: {layout}", t]
 
 
 def plot_report(rep, path) -> None:
