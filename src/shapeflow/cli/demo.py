@@ -130,4 +130,4 @@ def _say(console, text: str) -> None:
     """A line of prose, indented under its heading (wrapped lines too)."""
     from rich.padding import Padding
 
-    console.print(Padding(text, (0, 0, 0, 2)), highlight=False)
+    console.print(Padding(text, (0, 0, 0, 2), expand=False), highlight=False)
