@@ -41,7 +41,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # what porting from PyTorch meets: torch's names and device questions, einops' backend
     ("porting", ("_porting", "_torch_names", "compat", "cuda", "backends", "accelerator",
                  "ext")),
-    ("models, io, cli", ("models", "io", "cli", "__main__", "")),
+    ("models, io, cli", ("models", "io", "cli", "__main__", "_docs", "")),
 )
 
 

@@ -77,6 +77,11 @@ from . import _porting
 
 _porting.attach(globals())
 
+# a line of help for the functions defined without one (PyTorch's _torch_docs.py, in small)
+from . import _docs
+
+_docs.apply(globals())
+
 # einops learns of shapeflow tensors when einops is imported (nothing is imported here)
 from .ext import install as _install_ext
 

@@ -101,6 +101,7 @@ def test_without_mpiexec_a_process_is_a_world_of_one():
     import shapeflow as sf
     import shapeflow.distributed as dist
 
+    dist.destroy_process_group()  # (the README's tour, run in this process, may have joined)
     assert dist.get_world_size() == 1 and dist.get_rank() == 0
     with pytest.raises(dist.DistributedError, match="not initialized"):
         dist.all_reduce(sf.ones(2))
@@ -113,6 +114,8 @@ def test_shapeflow_run_and_train_gpt_on_two_ranks(tmp_path):
     import subprocess
     import sys
 
+    from shapeflow.cli.train import load_gpt
+
     script = tmp_path / "hello.py"
     script.write_text("import shapeflow.distributed as dist\ndist.init_process_group()\n"
                       "print(f'hello from {dist.get_rank()} of {dist.get_world_size()}')\n")
@@ -122,10 +125,13 @@ def test_shapeflow_run_and_train_gpt_on_two_ranks(tmp_path):
     assert "hello from 0 of 2" in out.stdout and "hello from 1 of 2" in out.stdout
     out = subprocess.run([sys.executable, "-m", "shapeflow", "train", "gpt", "--steps", "3",
                           "--layers", "1", "--d-model", "16", "--heads", "2",
-                          "--sample-tokens", "5", "--nproc", "2"],
-                         capture_output=True, text=True, timeout=120)
+                          "--sample-tokens", "5", "--nproc", "2", "--save", "two.safetensors"],
+                         capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    assert "2 ranks x batch 16" in out.stdout and out.stdout.count("sample:") == 1
+    assert "2 ranks x batch 16" in " ".join(out.stdout.split())
+    assert out.stdout.count("sample:") == 1
+    model, _ = load_gpt(str(tmp_path / "two.safetensors"))  # one file, plain keys, by rank 0
+    assert model.lm_head.weight.shape[1] == 16
 
 
 @pytest.mark.parametrize("n,replicas,drop_last", [(10, 2, False), (11, 2, False),

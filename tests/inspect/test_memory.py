@@ -323,7 +323,7 @@ def test_cli_vit_and_entry_point(capsys):
     assert cli_main(["memory", "shapeflow.cli.graph:figure2", "--input", "784,B", "--batch",
                      "8"]) == 0
     assert "Figure2" in capsys.readouterr().out
-    assert cli_main(["memory", "gpt", "--devices", "3", "--tensor-parallel", "2"]) == 1
+    assert cli_main(["memory", "gpt", "--devices", "3", "--tensor-parallel", "2"]) == 2  # a mistake
     assert "MemoryPlanError" in capsys.readouterr().err
 
 

@@ -36,6 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line `argv` (sys.argv[1:] when None); the exit status."""
-    args = build_parser().parse_args(argv)
-    return args.func(args)
+    """Run the command line `argv` (sys.argv[1:] when None); the exit status (2: a mistake in
+    the command line or its input, printed as a shapeflow error with its hint)."""
+    from ._inputs import run_command
+
+    return run_command(build_parser().parse_args(argv))

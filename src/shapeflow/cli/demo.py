@@ -8,6 +8,7 @@ import tempfile
 import time
 
 from ..inspect.units import format_bytes
+from ._progress import progress_bar
 
 DEMO_VIT = dict(image_size=8, patch_size=2, in_channels=1, num_classes=10, dim=64, depth=2,
                 heads=4, mlp_ratio=2, dropout=0.0)
@@ -25,6 +26,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run `shapeflow demo` with parsed arguments; the exit status."""
+    from ._inputs import check_positive
+
+    check_positive(epochs=args.epochs)
     return run_demo(epochs=args.epochs, seed=args.seed, out=args.out)
 
 
@@ -45,7 +49,6 @@ def evaluate(model, dataset, batch_size: int = 512) -> float:
 def run_demo(epochs: int = 40, seed: int = 0, out: str | None = None) -> int:
     """Print the chain, train, report memory, round-trip a checkpoint; 0 on success."""
     from rich.console import Console  # here, not at import: `shapeflow --help` stays quick
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     import shapeflow as sf
     from shapeflow import nn, optim
@@ -65,7 +68,7 @@ def run_demo(epochs: int = 40, seed: int = 0, out: str | None = None) -> int:
 
     console.rule("[bold]2. Training the ViT on 8x8 digits")
     n_params = sum(p.numel() for p in model.parameters())
-    console.print(f"  {len(train)} training and {len(test)} test images, {n_params:,} parameters")
+    _say(console, f"{len(train)} training and {len(test)} test images, {n_params:,} parameters")
     loader = DataLoader(train, batch_size=64, shuffle=True, seed=seed)
     opt = optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.05)
     total = epochs * len(loader)
@@ -76,10 +79,8 @@ def run_demo(epochs: int = 40, seed: int = 0, out: str | None = None) -> int:
     ], milestones=[warmup])
     criterion = nn.CrossEntropyLoss(label_smoothing=0.1)
     start = time.perf_counter()
-    with Progress(TextColumn("  epoch {task.fields[epoch]:>3}"), BarColumn(),
-                  TextColumn("loss {task.fields[loss]:.3f}"), TimeElapsedColumn(),
-                  console=console, transient=False) as progress:
-        task = progress.add_task("train", total=total, epoch=0, loss=float("nan"))
+    with progress_bar(console, "  epoch {task.fields[epoch]:>3}") as progress:
+        task = progress.add_task("train", total=total, epoch=1, loss=None)
         for epoch in range(1, epochs + 1):
             for x, y in loader:
                 loss = criterion(model(x), y)
@@ -90,20 +91,23 @@ def run_demo(epochs: int = 40, seed: int = 0, out: str | None = None) -> int:
                 progress.update(task, advance=1, epoch=epoch, loss=loss.item())
     elapsed = time.perf_counter() - start
     acc = evaluate(model, test)
-    console.print(f"  test accuracy {acc:.1%} after {epochs} epochs in {elapsed:.1f} s")
+    _say(console, f"test accuracy {acc:.1%} after {epochs} epoch{'s' * (epochs > 1)} in "
+         f"{elapsed:.1f} s")
 
     console.rule("[bold]3. Why training needs more memory than inference")
     _print_memory(console, model)
 
     console.rule("[bold]4. Save, reload, check")
-    path = out or os.path.join(tempfile.mkdtemp(prefix="shapeflow-"), "vit_digits.safetensors")
-    sf.save(model.state_dict(), path)
-    restored = ViT(**DEMO_VIT)
-    restored.load_state_dict(sf.load(path))
+    with tempfile.TemporaryDirectory(prefix="shapeflow-") as scratch:  # gone when done
+        path = out or os.path.join(scratch, "vit_digits.safetensors")
+        sf.save(model.state_dict(), path)
+        size = os.path.getsize(path)
+        restored = ViT(**DEMO_VIT)
+        restored.load_state_dict(sf.load(path))
     acc2 = evaluate(restored, test)
     same = "the same" if acc2 == acc else "DIFFERENT"
-    console.print(f"  saved {path} ({os.path.getsize(path):,} bytes); reloaded accuracy "
-                  f"{acc2:.1%}: {same}")
+    where = path if out else "a temporary file (--out PATH keeps it)"
+    _say(console, f"saved {size:,} bytes to {where}; reloaded accuracy {acc2:.1%}: {same}")
     run_demo.last_accuracy = acc
     return 0 if acc2 == acc else 1
 
@@ -116,7 +120,14 @@ def _print_memory(console, model) -> None:
     x = sf.empty(64, 1, 8, 8, device="meta")
     y = sf.empty(64, dtype=sf.int64, device="meta")
     rep = sf.memory.report(model, x, loss_fn=F.cross_entropy, target=y, optimizer="adamw")
-    console.print(str(rep), highlight=False)
-    console.print(f"  training peak {format_bytes(rep.peak)} vs inference peak "
-                  f"{format_bytes(rep.inference_peak)}: gradients, AdamW's two moments and "
-                  f"the {format_bytes(rep.activations)} backward keeps", highlight=False)
+    console.print(rep, highlight=False)  # its tables fit the console's width
+    _say(console, f"training peak {format_bytes(rep.peak)} vs inference peak "
+         f"{format_bytes(rep.inference_peak)}: gradients, AdamW's two moments and the "
+         f"{format_bytes(rep.activations)} backward keeps")
+
+
+def _say(console, text: str) -> None:
+    """A line of prose, indented under its heading (wrapped lines too)."""
+    from rich.padding import Padding
+
+    console.print(Padding(text, (0, 0, 0, 2), expand=False), highlight=False)

@@ -8,11 +8,11 @@ DOT source for a `.dot` file (or on stdout when no -o is given).
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 
 from .. import factories, nn
 from ..ops.elementwise import relu
+from ._inputs import fit_overrides, need_input, run_command, sizes
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -32,21 +32,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _sizes(spec: str) -> list:
-    return [int(t) if t.lstrip("-").isdigit() else t for t in spec.replace(" ", "").split(",")]
-
-
-def _overrides(name: str, sizes: list) -> dict:
-    """Fit a reference model to the input asked for (image size, channels, features)."""
-    if name == "vit" and len(sizes) == 4 and all(type(s) is int for s in sizes[1:]):
-        _, c, h, w = sizes
-        if h == w:
-            return {"in_channels": c, "image_size": h}
-    if name == "mlp" and len(sizes) >= 2 and all(type(s) is int for s in sizes[1:]):
-        return {"in_features": math.prod(sizes[1:])}
-    return {}
-
-
 def run(args: argparse.Namespace) -> int:
     """Run `shapeflow graph` with parsed arguments; the exit status."""
     from .. import dtypes
@@ -57,28 +42,26 @@ def run(args: argparse.Namespace) -> int:
 
     spec = args.input or default_input(args.model)
     if spec is None:
-        print("--input is needed for a module:factory model", file=sys.stderr)
-        return 2
-    try:
-        with meta:  # built there directly: no weights are allocated, even for a factory's
-            model = build_model(args.model, device="meta",
-                                **_overrides(args.model, _sizes(spec)))
-        if args.dtype:
-            dtype = dtypes.get_dtype(args.dtype)
-        else:
-            dtype = dtypes.int64 if args.model == "gpt" else dtypes.float32
-        x = parse_input(spec, dtype=dtype)
-        g = graph(model, x, depth=args.depth, backward=args.backward)
-        if args.output:
+        raise need_input(args.model)
+    with meta:  # built there directly: no weights are allocated, even for a factory's
+        model = build_model(args.model, device="meta", **fit_overrides(args.model, sizes(spec)))
+    if args.dtype:
+        dtype = dtypes.get_dtype(args.dtype)
+    else:
+        dtype = dtypes.int64 if args.model == "gpt" else dtypes.float32
+    x = parse_input(spec, dtype=dtype)
+    g = graph(model, x, depth=args.depth, backward=args.backward)
+    if args.output:
+        try:
             g.render(args.output)
-            n_ops = sum(n.kind in ("op", "module") for n in g.nodes)
-            print(f"wrote {args.output}: {len(g.nodes)} nodes ({n_ops} ops/modules), "
-                  f"{sum(e.kind == 'data' for e in g.edges)} edges")
-        else:
-            sys.stdout.write(g.to_dot())
-    except ShapeflowError as err:
-        print(f"{err.kind}: {err}", file=sys.stderr)
-        return 1
+        except OSError as err:
+            raise ShapeflowError(f"cannot write {args.output}: {err.strerror or err}",
+                                 hint="check that its folder exists and is writable") from None
+        n_ops = sum(n.kind in ("op", "module") for n in g.nodes)
+        print(f"wrote {args.output}: {len(g.nodes)} nodes ({n_ops} ops/modules), "
+              f"{sum(e.kind == 'data' for e in g.edges)} edges")
+    else:
+        sys.stdout.write(g.to_dot())
     return 0
 
 
@@ -104,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="shapeflow")
     add_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["graph", *(sys.argv[1:] if argv is None else argv)])
-    return args.func(args)
+    return run_command(args)
 
 
 if __name__ == "__main__":

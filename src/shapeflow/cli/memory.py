@@ -8,7 +8,6 @@ tensor/sequence parallelism.
 from __future__ import annotations
 
 import argparse
-import sys
 
 _PRECISION = {"fp32": "fp32", "float32": "fp32", "bf16": "bf16-mixed", "bfloat16": "bf16-mixed",
               "fp16": "fp16-mixed", "float16": "fp16-mixed"}
@@ -81,11 +80,12 @@ def build(args):
 
         spec = default_input(args.model)
     if spec is None:
-        from ..errors import ShapeflowError
+        from ._inputs import need_input
 
-        raise ShapeflowError(f"--input is needed for the model {args.model}",
-                             hint='e.g. --input "B,3,32,32"')
-    model = build_model(args.model, device="meta")
+        raise need_input(args.model)
+    from ._inputs import fit_overrides, sizes
+
+    model = build_model(args.model, device="meta", **fit_overrides(args.model, sizes(spec)))
     # B is the batch; other names stay symbolic, and the report gives expressions in them
     spec = ",".join(str(args.batch) if tok.strip() == "B" else tok for tok in spec.split(","))
     x = parse_input(spec)
@@ -95,23 +95,22 @@ def build(args):
 def run(args: argparse.Namespace) -> int:
     """Run `shapeflow memory` with parsed arguments; the exit status."""
     from ..device import meta
-    from ..errors import ShapeflowError
     from ..inspect.memory import report
+    from ._inputs import check_positive
 
-    try:
-        with meta:  # the model is built there directly: its weights are never allocated
-            model, inputs = build(args)
-        rep = report(model, *inputs, optimizer=None if args.optimizer == "none" else
-                     args.optimizer, precision=_PRECISION[args.dtype],
-                     mode="inference" if args.inference else "train",
-                     recompute="full" if args.checkpoint else args.recompute,
-                     attention=args.attention)
-        print(rep)
-        if args.devices > 1 or args.tensor_parallel > 1 or args.zero:
-            print(rep.plan(devices=args.devices, zero=args.zero,
-                           tensor_parallel=args.tensor_parallel,
-                           sequence_parallel=args.sequence_parallel))
-    except ShapeflowError as err:
-        print(f"{err.kind}: {err}", file=sys.stderr)
-        return 1
+    check_positive(layers=args.layers, d_model=args.d_model, heads=args.heads, seq=args.seq,
+                   vocab=args.vocab, batch=args.batch, devices=args.devices,
+                   tensor_parallel=args.tensor_parallel)
+    with meta:  # the model is built there directly: its weights are never allocated
+        model, inputs = build(args)
+    rep = report(model, *inputs, optimizer=None if args.optimizer == "none" else args.optimizer,
+                 precision=_PRECISION[args.dtype],
+                 mode="inference" if args.inference else "train",
+                 recompute="full" if args.checkpoint else args.recompute,
+                 attention=args.attention)
+    print(rep)
+    if args.devices > 1 or args.tensor_parallel > 1 or args.zero:
+        print(rep.plan(devices=args.devices, zero=args.zero,
+                       tensor_parallel=args.tensor_parallel,
+                       sequence_parallel=args.sequence_parallel))
     return 0

@@ -37,7 +37,8 @@ def mpiexec() -> str:
 def launch(nproc: int, argv: list[str]) -> int:
     """Run `argv` (a Python command line) on `nproc` ranks; the exit status."""
     if nproc < 1:
-        raise ShapeflowError(f"run: -n must be at least 1, got {nproc}")
+        raise ShapeflowError(f"run: -n must be at least 1, got {nproc}",
+                             hint="-n is the number of processes (ranks), e.g. -n 2")
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
            "MKL_NUM_THREADS": os.environ.get("MKL_NUM_THREADS", "1"),
            "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS", "1")}
@@ -47,6 +48,6 @@ def launch(nproc: int, argv: list[str]) -> int:
 def run(args: argparse.Namespace) -> int:
     """Run `shapeflow run`; the exit status of the ranks."""
     if not Path(args.script).exists():
-        print(f"shapeflow run: no such script: {args.script}", file=sys.stderr)
-        return 2
+        raise ShapeflowError(f"run: no such script: {args.script}",
+                             hint="shapeflow run -n 2 path/to/train.py [its arguments]")
     return launch(args.nproc, [sys.executable, args.script, *args.args])

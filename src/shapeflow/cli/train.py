@@ -1,11 +1,13 @@
-"""`shapeflow train gpt|lstm|resnet`: a character-level GPT or LSTM on the bundled text,
-a ResNet on digits."""
+"""`shapeflow train gpt|lstm|resnet`: a character-level GPT (saved as a checkpoint) or LSTM on
+the bundled text, a ResNet on digits."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 import time
+
+DEFAULT_SAVE = "gpt_char.safetensors"
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -26,6 +28,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     t.add_argument("--sample-tokens", type=int, default=200)
     t.add_argument("--nproc", type=int, default=1,
                    help="data-parallel ranks (MPI); --batch-size is split among them")
+    t.add_argument("--val-batches", type=int, default=8,
+                   help="batches of the held-out last 10%% of the text for the validation loss")
+    t.add_argument("--save", default=DEFAULT_SAVE, metavar="PATH",
+                   help="the checkpoint to write (atomically): weights, config and vocabulary "
+                   f"(default: {DEFAULT_SAVE})")
     t.set_defaults(func=run)
 
 
@@ -44,10 +51,6 @@ def run(args: argparse.Namespace) -> int:
                    num_layers=args.layers, hidden_size=args.hidden, lr=args.lr, seed=args.seed,
                    sample_tokens=args.sample_tokens)
         return 0
-    if args.model != "gpt":
-        print(f"unknown model {args.model!r}: only 'gpt' can be trained from the CLI",
-              file=sys.stderr)
-        return 2
     if args.nproc > 1:  # the same command on N ranks, each training data-parallel
         from .run import launch
 
@@ -59,19 +62,55 @@ def run(args: argparse.Namespace) -> int:
             if value is not True:
                 argv.append(str(value))
         return launch(args.nproc, [sys.executable, "-m", "shapeflow", *argv])
+    from ._inputs import check_positive
+
+    check_positive(steps=args.steps, batch_size=args.batch_size, block_size=args.block_size,
+                   layers=args.layers, d_model=args.d_model, heads=args.heads,
+                   val_batches=args.val_batches)
     train_gpt(steps=args.steps, batch_size=args.batch_size, block_size=args.block_size,
               n_layer=args.layers, n_embd=args.d_model, n_head=args.heads, lr=args.lr,
-              seed=args.seed, sample_tokens=args.sample_tokens)
+              seed=args.seed, sample_tokens=args.sample_tokens, save=args.save,
+              val_batches=args.val_batches)
     return 0
+
+
+def _batch(ids, rng, batch_size: int, block_size: int):
+    """Random windows of ids: inputs and their next characters, int64 [batch, block]."""
+    import numpy as np
+
+    import shapeflow as sf
+
+    starts = rng.integers(0, len(ids) - block_size - 1, batch_size)
+    x = np.stack([ids[s:s + block_size] for s in starts])
+    y = np.stack([ids[s + 1:s + block_size + 1] for s in starts])
+    return sf.from_numpy(x), sf.from_numpy(y)
+
+
+def validation_loss(model, ids, batch_size: int, block_size: int, batches: int,
+                    seed: int = 0) -> float:
+    """Mean loss on `batches` fixed random windows of held-out ids, in eval mode, no grad."""
+    import numpy as np
+
+    from ..autograd.grad_mode import no_grad
+
+    rng = np.random.default_rng(seed)  # the same windows at every call
+    was_training = model.training
+    model.eval()
+    with no_grad():
+        losses = [model(*_batch(ids, rng, batch_size, block_size))[1].item()
+                  for _ in range(batches)]
+    model.train(was_training)
+    return float(np.mean(losses))
 
 
 def train_gpt(steps: int = 300, batch_size: int = 32, block_size: int = 64, n_layer: int = 2,
               n_embd: int = 128, n_head: int = 4, lr: float = 3e-3, seed: int = 0,
-              sample_tokens: int = 200) -> dict:
-    """Train, print the falling loss and a sample; return the first and last losses."""
+              sample_tokens: int = 200, save: str | None = DEFAULT_SAVE,
+              val_batches: int = 8) -> dict:
+    """Train, print the falling loss, the validation loss and a sample, save a checkpoint;
+    return the first and last training losses and the validation loss."""
     import numpy as np
     from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     import shapeflow as sf
     from shapeflow import optim
@@ -79,13 +118,20 @@ def train_gpt(steps: int = 300, batch_size: int = 32, block_size: int = 64, n_la
     from shapeflow.distributed.launch import data_parallel
     from shapeflow.models import GPT
 
+    from ..errors import ShapeflowError
+    from ._progress import progress_bar
+
     rank, world = data_parallel()  # (0, 1) unless started on several ranks by mpiexec
     console = Console(quiet=rank != 0)
     sf.manual_seed(seed)
     text = text_corpus()
     data = CharDataset(text, block_size)
-    model = GPT(vocab_size=data.vocab_size, block_size=block_size, n_layer=n_layer,
-                n_head=n_head, n_embd=n_embd, dropout=0.0)
+    if len(data.val_ids) <= block_size + 1:
+        raise ShapeflowError(f"--block-size {block_size} is longer than the validation text "
+                             f"({len(data.val_ids):,} characters)", hint="use --block-size 64")
+    config = dict(vocab_size=data.vocab_size, block_size=block_size, n_layer=n_layer,
+                  n_head=n_head, n_embd=n_embd, dropout=0.0)
+    model = GPT(**config)
     if world > 1:  # every rank its own share of each batch; gradients averaged
         model = sf.nn.parallel.DistributedDataParallel(model)
         batch_size = max(1, batch_size // world)
@@ -96,21 +142,19 @@ def train_gpt(steps: int = 300, batch_size: int = 32, block_size: int = 64, n_la
         optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, steps - warmup)),
     ], milestones=[warmup])
     rng = np.random.default_rng([seed, rank])
-    ids = data.train_ids
-    console.print(f"corpus {len(text):,} characters, vocab {data.vocab_size}, "
-                  f"{sum(p.numel() for p in model.parameters()):,} parameters"
+    console.print(f"corpus {len(text):,} characters ({len(data.val_ids):,} held out), vocab "
+                  f"{data.vocab_size}, {sum(p.numel() for p in model.parameters()):,} parameters"
                   + (f", {world} ranks x batch {batch_size}" if world > 1 else ""))
+
+    def val() -> float:
+        return validation_loss(model, data.val_ids, batch_size, block_size, val_batches, seed)
+
     losses = []
     start = time.perf_counter()
-    with Progress(TextColumn("step {task.completed:>5}"), BarColumn(),
-                  TextColumn("loss {task.fields[loss]:.3f}"), TimeElapsedColumn(),
-                  console=console) as progress:
-        task = progress.add_task("train", total=steps, loss=float("nan"))
+    with progress_bar(console, "step {task.completed:>5}") as progress:
+        task = progress.add_task("train", total=steps, loss=None)
         for step in range(steps):
-            starts = rng.integers(0, len(ids) - block_size - 1, batch_size)
-            x = np.stack([ids[s:s + block_size] for s in starts])
-            y = np.stack([ids[s + 1:s + block_size + 1] for s in starts])
-            _, loss = model(sf.from_numpy(x), sf.from_numpy(y))
+            _, loss = model(*_batch(data.train_ids, rng, batch_size, block_size))
             loss.backward()
             sf.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
@@ -120,10 +164,32 @@ def train_gpt(steps: int = 300, batch_size: int = 32, block_size: int = 64, n_la
             progress.update(task, advance=1, loss=losses[-1])
             if step % max(1, steps // 10) == 0:
                 progress.console.print(f"  step {step:>5}  loss {losses[-1]:.3f}")
-    console.print(f"loss {losses[0]:.3f} -> {np.mean(losses[-10:]):.3f} in "
-                  f"{time.perf_counter() - start:.1f} s")
+    elapsed = time.perf_counter() - start
+    val_loss = val()
+    last = float(np.mean(losses[-10:]))
+    console.print(f"loss {losses[0]:.3f} -> {last:.3f} in {elapsed:.1f} s; validation loss "
+                  f"{val_loss:.3f} (the last 10% of the text, never trained on)")
+    model = getattr(model, "module", model)  # DDP's wrapped model: plain keys in the file
+    if save and rank == 0:
+        try:  # atomic: a crash leaves the previous file, never half of one
+            sf.save({"model": model.state_dict(), "config": config, "vocab": "".join(data.vocab),
+                     "steps": steps, "val_loss": val_loss}, save)
+        except OSError as err:
+            raise ShapeflowError(f"cannot write {save}: {err.strerror or err}",
+                                 hint="check that its folder exists and is writable") from None
+        console.print(f"saved {save} (weights, config, vocabulary)")
     prompt = sf.tensor([data.encode(text[:block_size // 2])])
-    model = getattr(model, "module", model)
     out = model.generate(prompt, sample_tokens, temperature=0.8, top_k=20)
-    console.print("[bold]sample:[/bold]\n" + data.decode(out[0].tolist()))
-    return {"first_loss": losses[0], "last_loss": float(np.mean(losses[-10:]))}
+    console.print("[bold]sample:[/bold]\n" + data.decode(out[0].tolist()), highlight=False)
+    return {"first_loss": losses[0], "last_loss": last, "val_loss": val_loss}
+
+
+def load_gpt(path: str):
+    """(model, vocabulary) from a checkpoint `shapeflow train gpt` wrote."""
+    import shapeflow as sf
+    from shapeflow.models import GPT
+
+    ckpt = sf.load(path)
+    model = GPT(**ckpt["config"])
+    model.load_state_dict(ckpt["model"])
+    return model, ckpt["vocab"]

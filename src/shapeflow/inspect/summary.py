@@ -15,7 +15,7 @@ from ..shape import format_shape
 from ..tensor import Tensor
 from . import trace
 from .meta import meta_copy
-from .units import format_bytes
+from .units import bytes_cell, format_bytes
 
 
 class Summary:
@@ -60,12 +60,15 @@ class Summary:
         return out
 
     def table(self):
+        """A rich Table: one row per module call (shapes, parameters, bytes saved)."""
         from rich.table import Table
 
         t = Table(title=f"{self.model_kind} summary", show_lines=False)
         for col in ("module", "kind", "input", "output", "params", "saved for backward"):
-            t.add_column(col, justify="right" if col in ("params", "saved for backward")
-                         else "left")
+            right = col in ("params", "saved for backward")
+            # names and numbers stay whole; the shapes wrap when the terminal is narrow
+            t.add_column(col, justify="right" if right else "left",
+                         no_wrap=col not in ("input", "output"))
         parents: list[str] = []  # path of the enclosing row at each depth
         for r in self.rows:
             del parents[r.depth:]
@@ -77,28 +80,32 @@ class Summary:
             t.add_row("  " * r.depth + name,
                       r.kind, ", ".join(format_shape(s) for s in r.input_shapes),
                       format_shape(r.output_shape) if r.output_shape is not None else "",
-                      f"{r.params:,}", format_bytes(r.saved_bytes))
+                      f"{r.params:,}", bytes_cell(r.saved_bytes))
         t.caption = (f"{self.total_params:,} parameters ({format_bytes(self.total_param_bytes)})"
                      f"; {format_bytes(self.total_saved_bytes)} kept for backward")
         return t
 
     def __str__(self) -> str:
-        from rich.console import Console
+        """The table as text, at the terminal's width (cells wrap to fit)."""
+        from .render import to_text
 
-        console = Console(width=120, record=True, file=_Null())
-        console.print(self.table())
-        return console.export_text()
+        return to_text([self.table()])
+
+    def __rich__(self):
+        """Printed by rich (`console.print(s)`): the table, fitted to the console's width."""
+        return self.table()
+
+    def _repr_html_(self) -> str:
+        """The chain and the table as HTML, for notebooks."""
+        import html
+
+        from .render import to_html
+
+        return (f"<pre>{html.escape(self.chain())}</pre>\n" if self.input_shapes else
+                "") + to_html([self.table()])
 
     def __repr__(self) -> str:
         return f"<Summary of {self.model_kind}: {len(self.rows)} module calls>"
-
-
-class _Null:
-    def write(self, *_):
-        return 0
-
-    def flush(self):
-        pass
 
 
 def _subs(x, values):
@@ -129,7 +136,8 @@ def summary(model, *inputs, **kwargs) -> Summary:
             if key in params or key in seen:
                 continue  # a parameter, or a buffer already counted
             seen.add(key)
-            nbytes = t.shape.numel() * t.dtype.itemsize if hasattr(t.shape, "numel") else 0
+            # the storage it keeps alive (a view keeps its whole base), as memory.report counts
+            nbytes = base.storage_nbytes(t)
             for row in state.open_rows:
                 row.saved_bytes = row.saved_bytes + nbytes
 

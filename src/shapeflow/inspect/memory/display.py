@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import io
-
 from ...errors import ShapeflowError
-from ..units import format_bytes, format_count
+from ..render import to_text
+from ..units import bytes_cell, format_count
 
 _KIND_TEXT = {
     "layer inputs": "layer inputs (kept for weight grads)",
@@ -16,17 +15,6 @@ _KIND_TEXT = {
     "recurrent gates": "recurrent gates (every time step's)",
     "other": "other",
 }
-
-
-def _render(*renderables, width: int = 100) -> str:
-    from rich.console import Console
-
-    buf = io.StringIO()
-    console = Console(file=buf, width=width, force_terminal=False, color_system=None,
-                      highlight=False)
-    for r in renderables:
-        console.print(r)
-    return buf.getvalue().rstrip("\n")
 
 
 def _top_rows(rep) -> list:
@@ -52,7 +40,13 @@ def _top_rows(rep) -> list:
     return out
 
 
-def render_report(rep) -> str:
+def render_report(rep, width: int | None = None) -> str:
+    """The report as text, `width` columns wide (default: the terminal's)."""
+    return to_text(report_parts(rep), width)
+
+
+def report_parts(rep) -> list:
+    """The report's tables (and a note on parameters the loss never reaches), for rich."""
     from rich.table import Table
 
     train = rep.mode == "train"
@@ -61,40 +55,40 @@ def render_report(rep) -> str:
         modes += ", recomputing attention cores"
     if rep.checkpoint:
         modes += ", checkpointing " + rep.checkpoint
-    title = (f"{rep.model}: {'training step' if train else 'inference'} memory "
-             f"({rep.precision}, optimizer {rep.optimizer}{modes})")
-    t = Table(title=title, title_justify="left")
+    title = (f"{rep.model}, {'training step' if train else 'inference'}: {rep.precision}, "
+             f"optimizer {rep.optimizer}{modes}")
+    t = Table()  # the title goes above it, as a line: a title would wrap to the table's width
     t.add_column("what", style="bold")
-    t.add_column("bytes", justify="right")
+    t.add_column("bytes", justify="right", no_wrap=True)
     t.add_column("why")
-    t.add_row("parameters", format_bytes(rep.params), f"{format_count(rep.param_count)} "
+    t.add_row("parameters", bytes_cell(rep.params), f"{format_count(rep.param_count)} "
               "weights (tied ones once) and buffers")
     if train:
-        t.add_row("gradients", format_bytes(rep.grads), "one per trained parameter")
-        t.add_row("optimizer state", format_bytes(rep.optimizer_state),
+        t.add_row("gradients", bytes_cell(rep.grads), "one per trained parameter")
+        t.add_row("optimizer state", bytes_cell(rep.optimizer_state),
                   "moments / momentum" + (" + fp32 master weights" if rep.precision != "fp32"
                                           else ""))
-        t.add_row("activations", format_bytes(rep.activations),
+        t.add_row("activations", bytes_cell(rep.activations),
                   "what backward keeps (saved by each op, once each)")
         if rep.activations_without_checkpoint is not None:
             what = "blocks" if rep.recompute == "full" else "attention cores" if (
                 rep.checkpoint == "") else "attention cores and blocks"
-            t.add_row("  without recomputation", format_bytes(
+            t.add_row("  without recomputation", bytes_cell(
                 rep.activations_without_checkpoint), f"recomputing {what} saves the rest")
-    t.add_row("inputs", format_bytes(rep.inputs), "the batch")
+    t.add_row("inputs", bytes_cell(rep.inputs), "the batch")
     where = rep.peak_phase
-    t.add_row("peak", format_bytes(rep.peak), "simulated: all live tensors at the busiest "
+    t.add_row("peak", bytes_cell(rep.peak), "simulated: all live tensors at the busiest "
               "moment" + (f" (in the {where.name})" if where is not None and train else ""))
     if train:
-        t.add_row("inference peak", format_bytes(rep.inference_peak),
+        t.add_row("inference peak", bytes_cell(rep.inference_peak),
                   "the same forward under no_grad: nothing kept for backward")
-    parts = [t]
+    parts = [title, t]
     if train and rep.by_kind:
         k = Table(title="activations by kind", title_justify="left")
         k.add_column("kind")
-        k.add_column("bytes", justify="right")
+        k.add_column("bytes", justify="right", no_wrap=True)
         for kind, v in rep.by_kind.items():
-            k.add_row(_KIND_TEXT.get(kind, kind), format_bytes(v))
+            k.add_row(_KIND_TEXT.get(kind, kind), bytes_cell(v))
         parts.append(k)
     if train and rep.timeline:
         parts.append(_timeline(rep))
@@ -103,23 +97,22 @@ def render_report(rep) -> str:
         m = Table(title="by module", title_justify="left")
         m.add_column("module")
         m.add_column("kind")
-        m.add_column("params", justify="right")
+        m.add_column("params", justify="right", no_wrap=True)
         if train:
-            m.add_column("activations", justify="right")
+            m.add_column("activations", justify="right", no_wrap=True)
         for r in rows:
             name = r["path"] if r["n"] == 1 else f"{r['stem']}.{r['first']}-{r['last']}"
             kind = r["kind"] if r["n"] == 1 else f"{r['kind']} x {r['n']}"
-            cells = [name, kind, format_bytes(r["params"])]
+            cells = [name, kind, bytes_cell(r["params"])]
             if train:
-                cells.append(format_bytes(r["act"]))
+                cells.append(bytes_cell(r["act"]))
             m.add_row(*cells)
         parts.append(m)
-    text = _render(*parts)
     if rep.unreached:
         names = ", ".join(rep.unreached[:6]) + (" ..." if len(rep.unreached) > 6 else "")
-        text += (f"\nnote: the loss never reaches {len(rep.unreached)} parameter(s) ({names}):"
-                 " they get no gradient and no optimizer state")
-    return text
+        parts.append(f"note: the loss never reaches {len(rep.unreached)} parameter(s) "
+                     f"({names}): they get no gradient and no optimizer state")
+    return parts
 
 
 def _timeline(rep):
@@ -129,15 +122,21 @@ def _timeline(rep):
     top = rep.peak_phase
     k = Table(title="timeline: the busiest moment of each phase", title_justify="left")
     k.add_column("phase")
-    k.add_column("peak", justify="right")
+    k.add_column("peak", justify="right", no_wrap=True)
     k.add_column("at")
     for phase in rep.timeline:
         mark = " <- peak" if phase is top else ""
-        k.add_row(phase.name + mark, format_bytes(phase.peak), phase.where or "")
+        k.add_row(phase.name + mark, bytes_cell(phase.peak), phase.where or "")
     return k
 
 
-def render_plan(plan) -> str:
+def render_plan(plan, width: int | None = None) -> str:
+    """The per-device plan as text, `width` columns wide (default: the terminal's)."""
+    return to_text(plan_parts(plan), width)
+
+
+def plan_parts(plan) -> list:
+    """The per-device plan's table, for rich."""
     from rich.table import Table
 
     layout = f"{plan.devices} device(s): data parallel {plan.data_parallel}"
@@ -147,15 +146,15 @@ def render_plan(plan) -> str:
             layout += " + sequence parallel"
     if plan.zero:
         layout += f", ZeRO stage {plan.zero}"
-    t = Table(title=f"per device: {layout}", title_justify="left", min_width=60)
+    t = Table(min_width=60)  # its title above it: a title would wrap to the table's width
     t.add_column("what", style="bold")
-    t.add_column("bytes", justify="right")
+    t.add_column("bytes", justify="right", no_wrap=True)
     for name, v in (("parameters", plan.params), ("gradients", plan.grads),
                     ("optimizer state", plan.optimizer_state),
                     ("model states", plan.model_states), ("activations", plan.activations),
                     ("total", plan.total)):
-        t.add_row(name, format_bytes(v))
-    return _render(t)
+        t.add_row(name, bytes_cell(v))
+    return [f"per device: {layout}", t]
 
 
 def plot_report(rep, path) -> None:

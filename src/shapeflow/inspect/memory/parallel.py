@@ -47,6 +47,19 @@ class Plan:
 
         return render_plan(self)
 
+    def __rich_console__(self, console, options):
+        """Printed by rich: the table fits the console's width."""
+        from .display import plan_parts
+
+        yield from plan_parts(self)
+
+    def _repr_html_(self) -> str:
+        """The table as HTML, for notebooks."""
+        from ..render import to_html
+        from .display import plan_parts
+
+        return to_html(plan_parts(self))
+
 
 def _zero_slice(nbytes: float, numel: float, d: int) -> float:
     """One device's ZeRO slice: the flat buffer padded to a multiple of d elements, split in d

@@ -153,6 +153,19 @@ class MemoryReport:
 
         return render_report(self)
 
+    def __rich_console__(self, console, options):
+        """Printed by rich (`console.print(rep)`): the tables fit the console's width."""
+        from .display import report_parts
+
+        yield from report_parts(self)
+
+    def _repr_html_(self) -> str:
+        """The tables as HTML, for notebooks."""
+        from ..render import to_html
+        from .display import report_parts
+
+        return to_html(report_parts(self))
+
     def plot(self, path) -> None:
         """A stacked bar chart of train vs inference by component (PNG, SVG, PDF)."""
         from .display import plot_report
