@@ -15,8 +15,6 @@ pytest.importorskip("torch")
 
 # Cases not fixed here, each with why (strict: a fix makes them fail until the mark goes).
 KNOWN = {
-    "m.tensor([True]) - m.tensor([True])":
-        "boolean subtraction raises NumPy's TypeError: ops/elementwise belongs to issue 23",
     "m.ones(3)[..., ...]":
         "PyTorch 2.13 accepts several ellipses (all but one expand to nothing); shapeflow "
         "follows NumPy and refuses",

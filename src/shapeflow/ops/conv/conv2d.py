@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from ...errors import DTypeError, ShapeRuntimeError
+from ...errors import DTypeError, ShapeError, ShapeRuntimeError
 from ...shape import dims_equal, format_shape
 from ...tensor import Tensor, describe
 from ..base import LAYER_INPUT, Op, Saved, apply
@@ -23,12 +23,12 @@ _W = Saved.input(1)
 def _pair(v, name: str, op: str, low: int) -> tuple:
     if isinstance(v, (tuple, list)):
         if len(v) != 2:
-            raise ValueError(f"{op}: {name} must be an int or a pair, got {v!r}")
+            raise ShapeError(f"{op}: {name} must be an int or a pair, got {v!r}")
         v = (int(v[0]), int(v[1]))
     else:
         v = (int(v), int(v))
     if v[0] < low or v[1] < low:
-        raise ValueError(f"{op}: {name} must be >= {low}, got {v}")
+        raise ShapeError(f"{op}: {name} must be >= {low}, got {v}")
     return v
 
 
@@ -329,13 +329,13 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     stride = _pair(stride, "stride", op, 1)
     dilation = _pair(dilation, "dilation", op, 1)
     if not isinstance(groups, int) or groups < 1:
-        raise ValueError(f"conv2d: groups must be a positive int, got {groups!r}")
+        raise ShapeError(f"conv2d: groups must be a positive int, got {groups!r}")
     if isinstance(padding, str):
         if padding == "valid":
             pads = (0, 0, 0, 0)
         elif padding == "same":
             if stride != (1, 1):
-                raise ValueError("conv2d: padding='same' needs stride 1")
+                raise ShapeError("conv2d: padding='same' needs stride 1")
             if weight.ndim != 4:
                 raise ShapeRuntimeError(f"conv2d: weight must be 4-D, got "
                                  f"{format_shape(weight.shape)}", op=op)
@@ -343,7 +343,7 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
             th, tw = dilation[0] * (kh - 1), dilation[1] * (kw - 1)
             pads = (th // 2, th - th // 2, tw // 2, tw - tw // 2)  # extra on the end
         else:
-            raise ValueError(f"conv2d: padding must be an int, a pair, 'valid' or 'same', got "
+            raise ShapeError(f"conv2d: padding must be an int, a pair, 'valid' or 'same', got "
                              f"{padding!r}")
     else:
         ph, pw = _pair(padding, "padding", op, 0)

@@ -20,11 +20,11 @@ _G = Saved.input(0, LAYER_INPUT)
 def _single(v, name: str, op: str, low: int) -> int:
     if isinstance(v, (tuple, list)):
         if len(v) != 1:
-            raise ValueError(f"{op}: {name} must be an int or a 1-tuple, got {v!r}")
+            raise ShapeError(f"{op}: {name} must be an int or a 1-tuple, got {v!r}")
         v = v[0]
     v = int(v)
     if v < low:
-        raise ValueError(f"{op}: {name} must be >= {low}, got {v}")
+        raise ShapeError(f"{op}: {name} must be >= {low}, got {v}")
     return v
 
 
@@ -117,10 +117,10 @@ def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
 
 def _transpose(op, input, weight, bias, s, p, o, d, groups) -> Tensor:
     if not isinstance(groups, int) or groups < 1:
-        raise ValueError(f"{op}: groups must be a positive int, got {groups!r}")
+        raise ShapeError(f"{op}: groups must be a positive int, got {groups!r}")
     for a in range(2):
         if o[a] >= s[a] and o[a] >= d[a]:
-            raise ValueError(f"{op}: output_padding {o[a]} must be smaller than either stride "
+            raise ShapeError(f"{op}: output_padding {o[a]} must be smaller than either stride "
                              f"{s[a]} or dilation {d[a]}")
     x = input.unsqueeze(0) if input.ndim == 3 else input
     N, C, H, W = x.shape
@@ -145,12 +145,12 @@ def _transpose(op, input, weight, bias, s, p, o, d, groups) -> Tensor:
 def _triple(v, name: str, op: str, low: int) -> tuple:
     if isinstance(v, (tuple, list)):
         if len(v) != 3:
-            raise ValueError(f"{op}: {name} must be an int or a triple, got {v!r}")
+            raise ShapeError(f"{op}: {name} must be an int or a triple, got {v!r}")
         v = tuple(int(a) for a in v)
     else:
         v = (int(v),) * 3
     if min(v) < low:
-        raise ValueError(f"{op}: {name} must be >= {low}, got {v}")
+        raise ShapeError(f"{op}: {name} must be >= {low}, got {v}")
     return v
 
 
@@ -165,10 +165,10 @@ def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     kd = weight.shape[2]
     if isinstance(padding, str):
         if padding not in ("same", "valid"):
-            raise ValueError(f"{op}: padding must be an int, a triple, 'valid' or 'same', got "
+            raise ShapeError(f"{op}: padding must be an int, a triple, 'valid' or 'same', got "
                              f"{padding!r}")
         if padding == "same" and s != (1, 1, 1):
-            raise ValueError(f"{op}: padding='same' needs stride 1")
+            raise ShapeError(f"{op}: padding='same' needs stride 1")
         total = d[0] * (kd - 1) if padding == "same" else 0
         depth_pads, hw_pad = (total // 2, total - total // 2), padding
     else:

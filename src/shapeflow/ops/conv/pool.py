@@ -60,14 +60,14 @@ def _bounds(n: int, o: int) -> list:
 def _out_sizes(op: str, x: Tensor, output_size, k: int) -> tuple:
     if isinstance(output_size, (tuple, list)):
         if len(output_size) != k:
-            raise ValueError(f"{op}: output_size must have {k} entries, got {output_size!r}")
+            raise ShapeError(f"{op}: output_size must have {k} entries, got {output_size!r}")
         sizes = tuple(output_size)
     else:
         sizes = (output_size,) * k
     sizes = tuple(x.shape[x.ndim - k + i] if s is None else int(s) for i, s in enumerate(sizes))
     for s in sizes:
         if type(s) is int and s < 1:
-            raise ValueError(f"{op}: output_size must be positive, got {output_size!r}")
+            raise ShapeError(f"{op}: output_size must be positive, got {output_size!r}")
     return sizes
 
 

@@ -58,10 +58,10 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     """Resize [N, C, *spatial] to `size` or by `scale_factor` (PyTorch's F.interpolate)."""
     op = "interpolate"
     if mode not in _MODES:
-        raise ValueError(f"{op}: mode must be one of {', '.join(_MODES)}; got {mode!r} "
+        raise ShapeError(f"{op}: mode must be one of {', '.join(_MODES)}; got {mode!r} "
                          "(bicubic is not available)")
     if antialias:
-        raise ValueError(f"{op}: antialias=True is not available")
+        raise ShapeError(f"{op}: antialias=True is not available")
     k = input.ndim - 2
     need = _MODES[mode]
     if k < 1 or (need is not None and k != need):
@@ -73,9 +73,9 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
                          hint="add a batch dim with x.unsqueeze(0)" if need and
                          input.ndim == need + 1 else None)
     if align_corners is not None and need is None:
-        raise ValueError(f"{op}: align_corners only applies to linear modes, not {mode!r}")
+        raise ShapeError(f"{op}: align_corners only applies to linear modes, not {mode!r}")
     if (size is None) == (scale_factor is None):
-        raise ValueError(f"{op}: give exactly one of size and scale_factor")
+        raise ShapeError(f"{op}: give exactly one of size and scale_factor")
     spatial = tuple(input.shape[2:])
     for d in spatial:
         if type(d) is not int:
@@ -91,7 +91,7 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         out = tuple(int(math.floor(n * s)) for n, s in zip(spatial, sf))
         scales = (None,) * k if recompute_scale_factor else tuple(float(s) for s in sf)
     if len(out) != k:
-        raise ValueError(f"{op}: size must have {k} entries for a {k}-D spatial input, got "
+        raise ShapeError(f"{op}: size must have {k} entries for a {k}-D spatial input, got "
                          f"{size!r}")
     if mode == "area":
         from .pool import adaptive_avg_pool1d, adaptive_avg_pool2d
@@ -100,7 +100,7 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
             return adaptive_avg_pool1d(input, out[0])
         if k == 2:
             return adaptive_avg_pool2d(input, out)
-        raise ValueError(f"{op}: mode 'area' is available for 1-D and 2-D inputs")
+        raise ShapeError(f"{op}: mode 'area' is available for 1-D and 2-D inputs")
     x = input
     for a in range(k):
         axis = 2 + a
