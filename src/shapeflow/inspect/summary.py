@@ -113,6 +113,7 @@ def summary(model, *inputs, **kwargs) -> Summary:
     """Run model(*inputs) once, recording every module call's shapes and what it saves."""
     from ..autograd.grad_mode import enable_grad
 
+    # meta itself: meta inputs ask for a summary of a meta copy (meta_copy makes meta)
     if any(isinstance(x, Tensor) and x.device is meta for x in inputs) and any(
             p.device is not meta for p in model.parameters()):
         model = meta_copy(model)

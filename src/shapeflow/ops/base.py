@@ -14,7 +14,6 @@ import numpy as np
 from ..autograd import breaks
 from ..autograd.grad_mode import state as _grad_mode
 from ..autograd.inspect_hooks import anomaly as _anomaly
-from ..device import cpu, meta
 from ..errors import DeviceError, GraphError
 from ..tensor import Tensor, describe
 
@@ -205,13 +204,13 @@ def apply(op: Op, *inputs: Tensor) -> Tensor:
         if b.device is not device:
             raise device_mismatch(op.name, inputs)
         shape, dtype = op.infer(a, b)
-        data = op.forward(a.data, b.data) if device is cpu else None
+        data = op.forward(a.data, b.data) if device.computes else None
         grad = a.requires_grad or b.requires_grad
     elif n == 1:
         a = inputs[0]
         device = a.device
         shape, dtype = op.infer(a)
-        data = op.forward(a.data) if device is cpu else None
+        data = op.forward(a.data) if device.computes else None
         grad = a.requires_grad
     else:
         device = inputs[0].device
@@ -221,10 +220,10 @@ def apply(op: Op, *inputs: Tensor) -> Tensor:
                 raise device_mismatch(op.name, inputs)
             grad = grad or t.requires_grad
         shape, dtype = op.infer(*inputs)
-        data = op.forward(*[t.data for t in inputs]) if device is cpu else None
-    if device is cpu:
+        data = op.forward(*[t.data for t in inputs]) if device.computes else None
+    if data is not None:  # the device computed (`is not None`: cheaper than a second read)
         if type(data) is not _ndarray:
-            data = np.asarray(data)  # NumPy returns scalars for 0-d results
+            data = device.asarray(data)  # NumPy returns scalars for 0-d results
         if _anomaly.enabled:  # under sf.detect_anomaly(): inspect.anomaly's check
             _anomaly.check_forward(op, inputs, data)
     out = _make(data, shape, dtype, device)
@@ -276,7 +275,7 @@ def record(op: Op, inputs, out: Tensor, how: int | None = None) -> None:
                 keep.append(_OutputRef(out))
                 keep.append(out._version[0])
             else:
-                data = None if out.device is meta else op.__dict__.pop(e.name)
+                data = op.__dict__.pop(e.name) if out.device.computes else None
                 keep.append(Tensor._make(data, e.shape, e.dtype, out.device))
                 keep.append(None)
         op._saved = keep

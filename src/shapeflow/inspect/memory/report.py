@@ -394,7 +394,7 @@ def _to_meta(x, half, memo: dict):
         return x
     if id(x) in memo:
         return memo[id(x)]
-    t = x if x.device is meta else x.to("meta")
+    t = x if x.device is meta else x.to("meta")  # the plan runs on meta itself
     if half is not None and t.dtype.is_floating_point:
         t = t.to(half)
     memo[id(x)] = t = t.detach() if t.requires_grad and t.grad_fn is not None else t
