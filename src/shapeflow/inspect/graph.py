@@ -539,12 +539,12 @@ def trace_call(fn, *inputs, record_all: bool = True, **kwargs) -> Trace:
         stack = tuple(state.stack[1:]) if state is not None else ()
         tr.records.append(Record(node, tuple(node_inputs), out, stack))
 
-    base.observers.append(observe)
+    base.add_observer(observe)
     try:
         with enable_grad():
             result = fn(*args, **kwargs)
     finally:
-        base.observers.remove(observe)
+        base.remove_observer(observe)
     tr.result = result
     tr.outputs = flatten_outputs(result)
     return tr

@@ -134,12 +134,12 @@ def summary(model, *inputs, **kwargs) -> Summary:
             for row in state.open_rows:
                 row.saved_bytes = row.saved_bytes + nbytes
 
-    base.observers.append(observe)
+    base.add_observer(observe)
     try:
         with enable_grad():
             state_rows = _run(model, inputs, kwargs)
     finally:
-        base.observers.remove(observe)
+        base.remove_observer(observe)
     for row in state_rows:
         ps = list(row.module.parameters())
         row.params = sum(p.numel() for p in ps)

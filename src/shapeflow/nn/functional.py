@@ -1,6 +1,6 @@
 """`shapeflow.nn.functional` (imported as F): PyTorch's functional API over shapeflow's ops.
 
-Layers in `shapeflow.nn` call these; each is a primitive in `ops/nn.py`, `ops/conv.py` or
+Layers in `shapeflow.nn` call these; each is a primitive in `ops/nn/`, `ops/conv.py` or
 `ops/elementwise/`, or a short composite of them.
 """
 

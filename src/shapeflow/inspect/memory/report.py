@@ -288,7 +288,7 @@ def _simulate(model, inputs, kwargs, loss, half, train: bool, recompute: str,
 
     with tracker:
         tracker.begin(FORWARD)
-        base.observers.append(observe)
+        base.add_observer(observe)
         try:
             with grad_mode.set_grad_enabled(train):
                 out = m(*args, **kw)
@@ -305,7 +305,7 @@ def _simulate(model, inputs, kwargs, loss, half, train: bool, recompute: str,
                 locator.backward()
                 _backward(loss)
         finally:
-            base.observers.remove(observe)
+            base.remove_observer(observe)
         after = tracker.mark()  # what the optimizer step starts from: grads, output, loss
         del out, loss
     unreached = {name for name, p in named.items() if p.requires_grad and p.grad is None}
