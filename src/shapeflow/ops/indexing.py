@@ -405,7 +405,7 @@ def index_put_(x: Tensor, indices, values, accumulate: bool = False) -> Tensor:
 def setitem(x: Tensor, index, value) -> None:
     """`x[index] = value` (Tensor.__setitem__): in place; the graph follows where it must."""
     basic, adv = parse_index(x, index)
-    needs_graph = grad_mode.state.enabled and (
+    needs_graph = (grad_mode.hot.quiet or grad_mode.state.enabled) and (
         x.requires_grad or (isinstance(value, Tensor) and value.requires_grad))
     if needs_graph:
         from .inplace import inplace
