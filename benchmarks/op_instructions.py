@@ -21,6 +21,8 @@ import sys
 CASES = {
     "add (4,4), requires grad": "add",
     "matmul (4,4), requires grad": "matmul",
+    "add (4,4), under no_grad": "add-no-grad",  # grad mode off: what eval runs
+    "matmul+sum backward (4,4)": "backward",  # forward, then backward under grad mode off
 }
 
 
@@ -39,7 +41,15 @@ def _child(framework: str, op: str, calls: int) -> None:
         import shapeflow as sf
 
         x, y = sf.tensor(a, requires_grad=True), sf.tensor(b, requires_grad=True)
-    fn = (lambda: x + y) if op == "add" else (lambda: x @ y)
+    no_grad = torch.no_grad if framework == "torch" else sf.no_grad
+    fns = {"add": lambda: x + y, "matmul": lambda: x @ y, "add-no-grad": lambda: x + y,
+           "backward": lambda: (x @ y).sum().backward()}
+    fn = fns[op]
+    if op == "add-no-grad":
+        with no_grad():
+            for _ in range(calls):
+                fn()
+        return
     for _ in range(calls):
         fn()
 

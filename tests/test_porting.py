@@ -188,3 +188,14 @@ def test_readme_porting_program_is_a_pytorch_program_ported_by_its_imports(capsy
         assert lines[-1] == "cpu torch.FloatTensor"
         losses = [float(line.rsplit(" ", 1)[1]) for line in lines[:-1]]
         assert len(losses) == 5 and losses[-1] < losses[0], lines
+
+
+@pytest.mark.parametrize("call", [
+    lambda t: sf.exp(t), lambda t: sf.relu(t), lambda t: sf.sum(t), lambda t: sf.reshape(t, (6,)),
+    lambda t: sf.nn.functional.gelu(t), lambda t: sf.cat([sf.ones(2, 3), t]),
+    lambda t: sf.where(sf.ones(2, 3) > 0, sf.ones(2, 3), t),
+])
+def test_a_torch_tensor_into_any_op_names_both_frameworks(call):
+    """One-input ops too: a torch tensor has .data, .device and .shape, and used to pass."""
+    with pytest.raises(sf.DTypeError, match="torch.Tensor .* shapeflow.Tensor"):
+        call(torch.ones(2, 3))

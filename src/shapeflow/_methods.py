@@ -11,7 +11,7 @@ import importlib
 from . import dlpack, factories, tensor_compat, torch_interop
 from . import dtypes as _dt
 from .autograd import engine
-from .device import get_device
+from .device import get_device, is_device_name
 from .dtypes import DType
 from .errors import ShapeflowError
 from .ops import elementwise as E
@@ -129,7 +129,7 @@ def to(self, *args, dtype=None, device=None, copy: bool = False) -> Tensor:
         elif isinstance(a, DType):
             dtype = a
         elif isinstance(a, str):
-            if a in ("cpu", "meta") or a.startswith("cuda"):
+            if is_device_name(a):
                 device = a
             else:
                 dtype = a

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from . import dtypes as _dt
-from .device import get_default_device, get_device, meta
+from .device import get_default_device, get_device
 from .errors import DeviceError, DTypeError, ShapeRuntimeError
 from .random import Generator, get_rng
 from .tensor import Tensor, from_numpy, tensor  # noqa: F401  (re-exported)
@@ -42,26 +42,27 @@ def _is_size(s) -> bool:
 
 
 def _make(size, dtype, device, requires_grad, fill):
-    """A tensor of `size` whose data `fill(shape, np_dtype)` makes (not called on meta).
+    """A tensor of `size` whose data `fill(shape, np_dtype)` makes on the host, then moves to
+    the device (not called where the device does not compute: meta).
 
     With no dtype: the default float dtype; with no device: the default (`with sf.device`).
     """
     shape = _size(size)
     dt = _dt.default_float if dtype is None else _dt.get_dtype(dtype)
     dev = get_default_device() if device is None else get_device(device)
-    if dev is meta:
-        out = Tensor._make(None, shape, dt, meta)
+    if not dev.computes:
+        out = Tensor._make(None, shape, dt, dev)
     else:
         if any(type(s) is not int for s in shape):
             from .symbolic import Dim
 
             sym = next(s for s in shape if isinstance(s, Dim))
             raise ShapeRuntimeError(
-                f"a cpu tensor needs concrete sizes, got {list(shape)}",
+                f"a {dev} tensor needs concrete sizes, got {list(shape)}",
                 hint=f"bind {sym} to a number, or use device='meta' to trace with symbols",
             )
         try:
-            data = fill(shape, dt.np)
+            data = dev.from_numpy(fill(shape, dt.np))
         except (MemoryError, ValueError) as e:  # ValueError: NumPy's "array is too big"
             if isinstance(e, ValueError) and "too big" not in str(e):
                 raise

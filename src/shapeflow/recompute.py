@@ -71,7 +71,7 @@ def checkpoint(fn, *args, use_reentrant: bool | None = None, **kwargs):
     slots = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
     slots += [k for k, v in kwargs.items() if isinstance(v, Tensor)]
     tensors = [args[s] if type(s) is int else kwargs[s] for s in slots]
-    enabled = grad_mode.state.enabled
+    enabled = grad_mode.is_grad_enabled()
     if not (enabled and (any(t.requires_grad for t in tensors) or _has_params(fn))):
         return fn(*args, **kwargs)
     op = Checkpoint(fn, [None if isinstance(a, Tensor) else a for a in args],

@@ -104,7 +104,7 @@ class Tensor:
 
     @property
     def is_meta(self) -> bool:
-        return self.device is meta
+        return self.device is meta  # PyTorch's question about that one device
 
     def is_floating_point(self) -> bool:
         return self.dtype.is_floating_point
@@ -116,13 +116,14 @@ class Tensor:
 
     # ---- data out -----------------------------------------------------------------------
     def _need_data(self, what: str):
-        if self.device is meta:
+        if not self.device.computes:
             raise DeviceError(
-                f"{what}: a meta tensor {describe(self)} has shape and dtype but no data",
+                f"{what}: a {self.device} tensor {describe(self)} has shape and dtype but no "
+                "data",
                 op=what,
                 hint="run the model on cpu tensors to get values; meta traces shapes and memory",
             )
-        return self.data
+        return self.device.to_numpy(self.data)  # the host array itself on cpu
 
     def numpy(self) -> np.ndarray:
         """The data as a NumPy array (shared, not copied); the graph does not follow it."""
@@ -311,10 +312,10 @@ class Tensor:
     # ---- printing -----------------------------------------------------------------------
     def __repr__(self) -> str:
         extras = []
-        if self.device is meta:
+        if not self.device.computes:
             body = "..."
         else:
-            arr = self.data
+            arr = self.device.to_numpy(self.data)
             if self.dtype is _dt.bfloat16:
                 arr = arr.astype(np.float32)
             body = np.array2string(
@@ -323,7 +324,7 @@ class Tensor:
             )
         extras.append(f"shape={format_shape(self.shape)}")
         extras.append(f"dtype={self.dtype}")
-        if self.device is not cpu:
+        if self.device is not cpu:  # as PyTorch prints: the default device goes unnamed
             extras.append(f"device={self.device}")
         if self.grad_fn is not None:
             extras.append(f"grad_fn=<{self.grad_fn.name}>")
@@ -492,9 +493,7 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
             arr = np.array(data, dtype=dt.np)
         except (ValueError, TypeError) as e:
             raise DTypeError(f"cannot make a tensor from {type(data).__name__}: {e}") from None
-        out = Tensor._make(arr, arr.shape, dt, cpu)
-        if device is meta:
-            out = Tensor._make(None, arr.shape, dt, meta)
+        out = Tensor._make(device.from_numpy(arr), arr.shape, dt, device)
     if requires_grad:
         out.requires_grad_(True)
     return out
@@ -514,6 +513,7 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
         device is None or get_device(device) is data.device
     ):
         return data
+    # only cpu shares memory with a NumPy array: the array is its data
     if isinstance(data, np.ndarray) and dtype is None and (
             device == "cpu" if device is not None else get_default_device() is cpu):
         return from_numpy(data)

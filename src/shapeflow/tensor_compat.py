@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from . import dtypes as _dt
-from .device import meta
+from .device import cpu
 from .errors import DTypeError
 from .tensor import Tensor
 
@@ -20,7 +20,7 @@ _BY_TYPE_NAME = {name: dt for dt, name in _TYPE_NAMES.items()}
 
 def tensor_format(self: Tensor, format_spec: str) -> str:
     """As torch.Tensor.__format__: a 0-d tensor with data formats as its Python number."""
-    if self.ndim == 0 and self.device is not meta and type(self) is Tensor:
+    if self.ndim == 0 and self.device.computes and type(self) is Tensor:
         # the value without item()'s graph-break note: printing a loss breaks nothing
         return Tensor._make(self.data, (), self.dtype, self.device).item().__format__(format_spec)
     return object.__format__(self, format_spec)
@@ -33,7 +33,7 @@ def tensor_type(self: Tensor, dtype=None, non_blocking: bool = False, **kwargs):
     read 'torch.meta.FloatTensor', as PyTorch's do.
     """
     if dtype is None:
-        prefix = "torch.meta." if self.device is meta else "torch."
+        prefix = "torch." if self.device is cpu else f"torch.{self.device}."
         return prefix + _TYPE_NAMES[self.dtype]
     if isinstance(dtype, str):
         name = dtype.removeprefix("torch.")
@@ -65,7 +65,7 @@ def cuda(self: Tensor, device=None, non_blocking: bool = False) -> Tensor:
 
 def is_contiguous(self: Tensor, memory_format=None) -> bool:
     """Whether the elements lie in row-major order with no gaps (views may not)."""
-    if self.device is meta:
+    if self.data is None:  # a device that does not compute (meta): no array to ask
         from .ops import meta_layout
 
         return meta_layout.is_contiguous(self)
@@ -78,7 +78,7 @@ def apply_(self: Tensor, callable) -> Tensor:  # noqa: A002  (PyTorch's name)
 
     from .errors import DeviceError, GraphError
 
-    if self.device is meta:
+    if self.data is None:  # a device that does not compute (meta): no array to ask
         raise DeviceError("apply_: a meta tensor has no elements to apply a function to",
                           op="apply_")
     if self.requires_grad:

@@ -7,9 +7,25 @@ reads it to say why a parameter got no gradient.
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 
-log: deque = deque(maxlen=256)
+
+class _Log(threading.local):
+    """This thread's log: explain_no_grad explains the thread's own model."""
+
+    def __init__(self) -> None:
+        self.log: deque = deque(maxlen=256)
+
+
+_log = _Log()
+
+
+def __getattr__(name: str):
+    """`breaks.log`: this thread's."""
+    if name == "log":
+        return _log.log
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _no_module() -> str | None:
@@ -21,8 +37,8 @@ current_path = _no_module  # set by inspect.trace to the running module's path
 
 def note(reason: str, op: str) -> None:
     """Remember that gradients stopped at `op` for `reason`, in the running module."""
-    log.append((reason, op, current_path()))
+    _log.log.append((reason, op, current_path()))
 
 
 def clear() -> None:
-    log.clear()
+    _log.log.clear()

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-
-from ..device import meta
 from ..errors import GraphError, ShapeError
 from ..shape import dims_equal, format_shape, shapes_equal
 from ..tensor import PostAccumulateHook, Tensor, describe
@@ -273,7 +270,7 @@ def _add_slice(grads: dict, owned: set, key: int, node, g: Tensor) -> None:
     else:
         data = None
         if g.data is not None:
-            data = np.zeros(shape, dtype.np) if old is None else old.data.astype(
+            data = g.device.zeros(shape, dtype.np) if old is None else old.data.astype(
                 dtype.np, copy=True)
         buf = Tensor._make(data, shape, dtype, g.device)
         owned.add(id(buf))
@@ -293,7 +290,8 @@ def _accumulate_leaf(leaf: Tensor, g: Tensor, create_graph: bool) -> None:
         leaf.grad = g if create_graph else _own(g)
     elif create_graph:
         leaf.grad = leaf.grad + g
-    elif leaf.grad.data is not None or leaf.grad.device is g.device is meta:
+    elif leaf.grad.data is not None or (leaf.grad.device is g.device
+                                        and not g.device.computes):
         if leaf.grad.data is not None:  # in place, so a meta step allocates what cpu does
             leaf.grad.data += g.data
         leaf.grad._version[0] += 1

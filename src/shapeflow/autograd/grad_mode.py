@@ -1,22 +1,82 @@
-"""Grad modes: whether ops record the graph."""
+"""Grad modes, per thread as in PyTorch: whether ops record the graph.
+
+Every mode an op reads is this thread's (`state`): grad mode, anomaly mode and the recording
+observers. A new thread starts in the defaults (grad on, no anomaly checks, no observers).
+Reading a `threading.local` costs ~40 ns, too much for every op, so `hot.quiet` (a plain
+attribute) says whether any thread is outside the defaults; `apply` reads this thread's
+modes only when it is False.
+"""
 
 from __future__ import annotations
 
 import functools
+import threading
 
 
-class _State:
+class _Hot:
     def __init__(self) -> None:
         # an instance attribute, not a class one: read on every op, and CPython's
         # attribute cache specializes instance reads
-        self.enabled = True
+        self.quiet = True  # no thread has a mode other than its default
+
+
+hot = _Hot()
+_lock = threading.RLock()  # (reentrant: a _Away can be freed while the lock is held)
+_away_count = 0
+
+
+class _Away:
+    """Held by a thread while one of its modes is not the default; counted in `hot.quiet`.
+
+    A thread that ends outside the defaults drops it with its other thread-local values.
+    """
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        global _away_count
+        with _lock:
+            _away_count += 1
+            hot.quiet = False
+
+    def __del__(self) -> None:
+        global _away_count
+        with _lock:
+            _away_count -= 1
+            hot.quiet = _away_count == 0
+
+
+class _State(threading.local):
+    """This thread's modes (__init__ runs once in each thread that reads them)."""
+
+    def __init__(self) -> None:
+        self.enabled = True  # grad mode
+        self.anomaly = False  # sf.detect_anomaly(): ops and backward check their results
+        self.in_backward = False  # inside an anomaly-checked backward
+        self.observers: tuple = ()  # observer(node, inputs, out) per recorded node
+        self.away: _Away | None = None  # held while any mode above is not its default
+
+    def settle(self) -> None:
+        """Hold or drop `away` after a change of mode."""
+        away = not self.enabled or self.anomaly or bool(self.observers)
+        if away and self.away is None:
+            self.away = _Away()
+        elif not away and self.away is not None:
+            self.away = None
 
 
 state = _State()
 
 
 def is_grad_enabled() -> bool:
-    return state.enabled
+    """This thread's grad mode (`hot.quiet` first: it spares the threading.local read)."""
+    return hot.quiet or state.enabled
+
+
+def set_enabled(mode: bool) -> None:
+    """Set this thread's grad mode (what the context managers below do)."""
+    state.enabled = mode
+    state.settle()
 
 
 class _GradMode:
@@ -26,11 +86,11 @@ class _GradMode:
 
     def __enter__(self):
         self.prev = state.enabled
-        state.enabled = self.mode
+        set_enabled(self.mode)
         return self
 
     def __exit__(self, *exc):
-        state.enabled = self.prev
+        set_enabled(self.prev)
         return False
 
     def __call__(self, fn):
@@ -38,11 +98,12 @@ class _GradMode:
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            prev, state.enabled = state.enabled, mode
+            prev = state.enabled
+            set_enabled(mode)
             try:
                 return fn(*args, **kwargs)
             finally:
-                state.enabled = prev
+                set_enabled(prev)
 
         return wrapper
 
@@ -74,7 +135,21 @@ class set_grad_enabled(_GradMode):
     def __init__(self, mode: bool) -> None:
         self.mode = bool(mode)
         self.prev = state.enabled
-        state.enabled = self.mode  # takes effect at once, as in PyTorch
+        set_enabled(self.mode)  # takes effect at once, as in PyTorch
 
     def __enter__(self):
         return self
+
+
+def add_observer(fn) -> None:
+    """Call fn(node, inputs, out) for every node this thread records (summaries, memory)."""
+    state.observers = (*state.observers, fn)
+    state.settle()
+
+
+def remove_observer(fn) -> None:
+    """Stop calling an observer `add_observer` installed in this thread."""
+    obs = list(state.observers)
+    obs.remove(fn)
+    state.observers = tuple(obs)
+    state.settle()

@@ -8,6 +8,8 @@ does; the defaults are what runs without them. The running module's path comes f
 
 from __future__ import annotations
 
+from .grad_mode import state as _modes
+
 
 def _no_check(op, inputs, data) -> None:
     return None
@@ -18,15 +20,29 @@ def _plain_backward(node, grad):
 
 
 class Anomaly:
-    """`sf.detect_anomaly()`'s switch, and the checks it runs (inspect.anomaly's)."""
+    """`sf.detect_anomaly()`'s switch (this thread's), and the checks it runs (inspect's)."""
 
     def __init__(self) -> None:
-        # instance attributes, all set here: `enabled` is read on every op, and CPython
-        # specializes instance reads (see grad_mode._State)
-        self.enabled = False
-        self.in_backward = False
         self.check_forward = _no_check  # (op, inputs, data): raise on NaN/Inf from finite inputs
         self.checked_backward = _plain_backward  # (node, grad) -> node.backward(grad), checked
+
+    # per thread, in grad_mode.state: apply reads it there when grad_mode.hot is not quiet
+    @property
+    def enabled(self) -> bool:
+        return _modes.anomaly
+
+    @enabled.setter
+    def enabled(self, on: bool) -> None:
+        _modes.anomaly = bool(on)
+        _modes.settle()
+
+    @property
+    def in_backward(self) -> bool:
+        return _modes.in_backward
+
+    @in_backward.setter
+    def in_backward(self, on: bool) -> None:
+        _modes.in_backward = on
 
     @staticmethod
     def user_frame() -> str | None:

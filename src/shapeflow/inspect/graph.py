@@ -422,6 +422,7 @@ class Trace:
 
 
 def _is_meta(x) -> bool:
+    # meta itself, not "a device without data": meta inputs ask for a trace on a meta copy
     return isinstance(x, Tensor) and x.device is meta
 
 
@@ -505,6 +506,7 @@ def trace_call(fn, *inputs, record_all: bool = True, **kwargs) -> Trace:
     if _is_module(fn):
         if any(_is_meta(x) for x in inputs) and any(
                 t.device is not meta for t in list(fn.parameters()) + list(fn.buffers())):
+            # (a model already on meta is traced as it is)
             fn = meta_copy(fn)
         tr.model = fn
         for name, m in fn.named_modules():
@@ -537,12 +539,12 @@ def trace_call(fn, *inputs, record_all: bool = True, **kwargs) -> Trace:
         stack = tuple(state.stack[1:]) if state is not None else ()
         tr.records.append(Record(node, tuple(node_inputs), out, stack))
 
-    base.observers.append(observe)
+    base.add_observer(observe)
     try:
         with enable_grad():
             result = fn(*args, **kwargs)
     finally:
-        base.observers.remove(observe)
+        base.remove_observer(observe)
     tr.result = result
     tr.outputs = flatten_outputs(result)
     return tr

@@ -120,6 +120,7 @@ def summary(model, *inputs, **kwargs) -> Summary:
     """Run model(*inputs) once, recording every module call's shapes and what it saves."""
     from ..autograd.grad_mode import enable_grad
 
+    # meta itself: meta inputs ask for a summary of a meta copy (meta_copy makes meta)
     if any(isinstance(x, Tensor) and x.device is meta for x in inputs) and any(
             p.device is not meta for p in model.parameters()):
         model = meta_copy(model)
@@ -141,12 +142,12 @@ def summary(model, *inputs, **kwargs) -> Summary:
             for row in state.open_rows:
                 row.saved_bytes = row.saved_bytes + nbytes
 
-    base.observers.append(observe)
+    base.add_observer(observe)
     try:
         with enable_grad():
             state_rows = _run(model, inputs, kwargs)
     finally:
-        base.observers.remove(observe)
+        base.remove_observer(observe)
     for row in state_rows:
         ps = list(row.module.parameters())
         row.params = sum(p.numel() for p in ps)

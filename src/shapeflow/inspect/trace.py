@@ -10,16 +10,33 @@ this file, so it sits in nn's layer, not inspect's: it imports only errors, shap
 from __future__ import annotations
 
 import inspect as _inspect
+import threading
 import weakref
 
 from ..autograd import breaks
 from ..errors import ShapeflowError
 from ..shape import format_shape
 
-_current: CallState | None = None
-last_chain: list | None = None  # the chain of the last finished top-level call
-last_called: set[str] = set()  # paths of the modules the last top-level call ran
-last_root = None  # weakref to the module of the last top-level call (for explain_no_grad)
+
+class _Calls(threading.local):
+    """This thread's running call and its last finished one: each thread runs its own model,
+    so an error names its own module path (__init__ runs once per thread)."""
+
+    def __init__(self) -> None:
+        self.current: CallState | None = None
+        self.last_chain: list | None = None  # the chain of the last finished top-level call
+        self.last_called: set[str] = set()  # paths of the modules the last top-level call ran
+        self.last_root = None  # weakref to the last top-level call's module (explain_no_grad)
+
+
+_calls = _Calls()
+
+
+def __getattr__(name: str):
+    """`trace.last_chain`, `last_called`, `last_root`: this thread's."""
+    if name in ("last_chain", "last_called", "last_root"):
+        return getattr(_calls, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Row:
@@ -180,14 +197,13 @@ def module_kind(module) -> str:
 
 def call_module(module, impl, args, kwargs, collect_rows: bool = False):
     """Run impl(*args, **kwargs) as the call of `module`, recording path and chain."""
-    global _current, last_chain
-    state = _current
+    calls = _calls
+    state = calls.current
     top = state is None
     if top:
-        state = _current = CallState(module, args, collect_rows)
+        state = calls.current = CallState(module, args, collect_rows)
         breaks.clear()
-        global last_root
-        last_root = weakref.ref(module)
+        calls.last_root = weakref.ref(module)
     path = state.path_of(module)
     state.stack.append(path)
     state.modules.append(module)
@@ -212,10 +228,9 @@ def call_module(module, impl, args, kwargs, collect_rows: bool = False):
         state.stack.pop()
         state.modules.pop()
         if top:
-            _current = None
-            last_chain = state.chain
-            global last_called
-            last_called = state.called
+            calls.current = None
+            calls.last_chain = state.chain
+            calls.last_called = state.called
 
 
 def annotate(err: ShapeflowError, module, path: str, state: CallState) -> None:
@@ -248,12 +263,12 @@ def module_hint(module, path: str, err: ShapeflowError, state: CallState) -> str
 
 def current_path() -> str | None:
     """The path of the module running now (None outside any module call)."""
-    state = _current
+    state = _calls.current
     return state.stack[-1] if state is not None and state.stack else None
 
 
 def current_state() -> CallState | None:
-    return _current
+    return _calls.current
 
 
 breaks.current_path = current_path

@@ -28,7 +28,7 @@ import struct
 import numpy as np
 
 from .. import dtypes as _dt
-from ..device import cpu, meta
+from ..device import cpu
 from ..errors import CheckpointError, DeviceError, ShapeflowError
 from ..tensor import Tensor
 from .header import (
@@ -71,14 +71,14 @@ class _Encoder:
         if id(x) in self.names:
             return {tag: self.names[id(x)]}
         if isinstance(x, Tensor):
-            if x.device is meta:
+            if not x.device.computes:
                 raise DeviceError(
-                    f"save: the meta tensor at {_where(path)} {list(x.shape)} {x.dtype} has "
+                    f"save: the {x.device} tensor at {_where(path)} {list(x.shape)} {x.dtype} has "
                     "shape and dtype but no data to save",
                     op="save",
                     hint="save tensors of a model that ran on cpu; meta traces shapes only",
                 )
-            arr = x.data
+            arr = x.device.to_numpy(x.data)
         else:
             arr = x
             if arr.dtype not in _dt._BY_NP:
@@ -202,8 +202,8 @@ def _fsync_folder(folder: str) -> None:
 # ---- load -------------------------------------------------------------------------------------
 
 class _Decoder:
-    def __init__(self, path, header: dict, tensors) -> None:
-        self.path, self.header, self.tensors = path, header, tensors
+    def __init__(self, path, header: dict, tensors, device=cpu) -> None:
+        self.path, self.header, self.tensors, self.device = path, header, tensors, device
         self.made: dict[str, object] = {}  # a name referenced twice gives one object
 
     def bad(self, what: str) -> CheckpointError:
@@ -229,7 +229,7 @@ class _Decoder:
             key = (tag, v if isinstance(v, str) else repr(v))
             if key not in self.made:
                 arr = self.array(v)  # an ndarray, or a meta Tensor with map_location="meta"
-                self.made[key] = arr if tag == "$ndarray" else _as_tensor(arr)
+                self.made[key] = arr if tag == "$ndarray" else _as_tensor(arr, self.device)
             return self.made[key]
         if tag == "$tuple" and type(v) is list:
             return tuple(self.decode(e) for e in v)
@@ -293,12 +293,12 @@ def load(path, map_location=None, weights_only: bool = True):
             raise fail(path, f"checkpoint format version {short(version)} is not one this "
                              f"shapeflow reads (1..{VERSION})", "upgrade shapeflow")
 
-    if device is meta:
+    if not device.computes:  # the header is all a device without data needs
         def tensors(name):
             info = header[name]
-            return Tensor._make(None, tuple(info["shape"]), CODES[info["dtype"]], meta)
+            return Tensor._make(None, tuple(info["shape"]), CODES[info["dtype"]], device)
 
-        return _decode(path, header, parsed, tensors)
+        return _decode(path, header, parsed, tensors, device)
 
     from safetensors import safe_open
 
@@ -307,22 +307,25 @@ def load(path, map_location=None, weights_only: bool = True):
     except Exception as e:  # the library's own checks, beyond ours
         raise fail(path, f"corrupted safetensors file: {e}") from None
     with handle:
-        return _decode(path, header, parsed, lambda name: _read(path, header, handle, name))
+        return _decode(path, header, parsed, lambda name: _read(path, header, handle, name),
+                       device)
 
 
-def _decode(path, header: dict, parsed, tensors):
+def _decode(path, header: dict, parsed, tensors, device):
     if parsed is None:  # a plain safetensors file: its tensors by name
-        return {name: _as_tensor(tensors(name)) for name in header if name != "__metadata__"}
+        return {name: _as_tensor(tensors(name), device) for name in header
+                if name != "__metadata__"}
     try:
-        return _Decoder(path, header, tensors).decode(parsed["obj"])
+        return _Decoder(path, header, tensors, device).decode(parsed["obj"])
     except RecursionError:  # MAX_DEPTH fits the default stack; a caller's deep one may not
         raise fail(path, "the metadata nests deeper than the stack left allows") from None
 
 
-def _as_tensor(arr):
+def _as_tensor(arr, device=cpu):
     if isinstance(arr, Tensor):
         return arr
-    return Tensor._make(arr, arr.shape, _dt.from_numpy_dtype(arr.dtype), cpu)
+    return Tensor._make(device.from_numpy(arr), arr.shape, _dt.from_numpy_dtype(arr.dtype),
+                        device)
 
 
 def _read(path, header: dict, handle, name: str) -> np.ndarray:

@@ -80,6 +80,8 @@ def export(model, example_inputs, path, input_names=None, output_names=None,
 # ---- tracing ------------------------------------------------------------------------------
 def _axes_plan(inputs, dynamic_dims, names) -> list:
     """[(input index, axis, symbol name)] candidates for dynamic axes, in priority order."""
+    # `is meta` in this section means meta itself: export traces a meta copy of the model,
+    # and meta inputs are the ones that carry symbolic dims
     if any(x.device is meta for x in inputs):
         return [(i, a, None) for i, x in enumerate(inputs)
                 for a, s in enumerate(x.shape) if isinstance(s, Dim)]

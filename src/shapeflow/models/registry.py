@@ -22,7 +22,21 @@ DEFAULTS = {
 
 
 def build_model(name: str, device=None, **overrides):
-    """A model from a short name or `package.module:factory` (called with the overrides)."""
+    """A model from a short name or `package.module:factory` (called with the overrides).
+
+    Built under `with device:`, so a meta model never allocates its weights on cpu first.
+    """
+    if device is None:
+        return _build(name, overrides)
+    from ..device import get_device
+
+    device = get_device(device)
+    with device:
+        model = _build(name, overrides)
+    return model.to(device)  # a no-op unless a factory ignores the default device
+
+
+def _build(name: str, overrides: dict):
     if name in DEFAULTS:
         from . import GPT, MLP, CharLSTM, ResNet, ViT
 
@@ -41,7 +55,7 @@ def build_model(name: str, device=None, **overrides):
         raise ShapeflowError(f"unknown model {name!r}",
                              hint="use mlp, vit, gpt, resnet, lstm, or an entry point "
                              "package.module:factory")
-    return model.to(device) if device is not None else model
+    return model
 
 
 def default_input(name: str) -> str | None:

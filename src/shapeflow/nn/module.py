@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..autograd import no_grad
-from ..device import get_device, meta
+from ..device import get_device, is_device_name
 from ..dtypes import DType
 from ..errors import DeviceError, DTypeError, ShapeError, ShapeflowError
 from ..inspect.trace import call_module
@@ -444,9 +444,10 @@ class Module:
                 problems.append((key, f"dtype {value.dtype} cannot be cast to the model's "
                                       f"{target.dtype}"))
                 continue
-            if not assign and value.device is meta and target.device is not meta:
+            if not assign and not value.device.computes and target.device.computes:
                 device_bad = True
-                problems.append((key, f"a meta tensor {_desc(value)} has no data to copy"))
+                problems.append((key, f"a {value.device} tensor {_desc(value)} has no data "
+                                      "to copy"))
                 continue
             plan.append((module, store, name, target, value))
         if problems:
@@ -512,7 +513,7 @@ class Module:
                 dtype, device = a.dtype, a.device
             elif isinstance(a, DType):
                 dtype = a
-            elif isinstance(a, str) and (a in ("cpu", "meta") or a.startswith("cuda")):
+            elif isinstance(a, str) and is_device_name(a):
                 device = a
             else:
                 dtype = a

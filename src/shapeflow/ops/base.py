@@ -12,10 +12,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd import breaks
-from ..autograd.grad_mode import state as _grad_mode
+from ..autograd.grad_mode import add_observer, remove_observer  # noqa: F401  (inspect's)
+from ..autograd.grad_mode import hot as _hot
+from ..autograd.grad_mode import state as _modes
 from ..autograd.inspect_hooks import anomaly as _anomaly
-from ..device import cpu, meta
-from ..errors import DeviceError, GraphError
+from ..errors import DeviceError, DTypeError, GraphError, ShapeflowError
 from ..tensor import Tensor, describe
 
 INPUT, OUTPUT, NEW = 0, 1, 2
@@ -182,6 +183,7 @@ def _unpack(node: Op, tensor, version: int | None, entry: Saved) -> Tensor:
 
 # Hot-path names bound once: CPython 3.11 does not specialize attribute reads on classes
 _make = Tensor._make
+_Tensor = Tensor  # read as a module global on the hot path
 _ndarray = np.ndarray
 
 
@@ -195,9 +197,22 @@ class _OutputRef:
         self.device, self._version = out.device, out._version
 
 
+def _not_a_tensor(op: Op, x) -> ShapeflowError:
+    """The error for a non-tensor operand: a torch tensor's names both frameworks."""
+    from ..torch_interop import is_torch_tensor, mixing_error
+
+    if is_torch_tensor(x):
+        return mixing_error(x, op.name)
+    return DTypeError(f"{op.name}: expected a shapeflow Tensor, got {type(x).__name__}",
+                      op=op.name, hint="wrap it with sf.tensor(...)")
+
+
 def apply(op: Op, *inputs: Tensor) -> Tensor:
     """Run one op: check devices, infer the contract, run the kernel, record the node."""
-    # One- and two-input ops unpacked: this runs once per op, ~0.3 us of it is this function
+    # One- and two-input ops unpacked: this runs once per op, ~0.3 us of it is this function.
+    # Whether the device computes is read from the first input's data, which is None exactly
+    # where `device.computes` is False (device.py): the same answer without the class
+    # attribute read through the instance (+119 instructions per add, measured).
     n = len(inputs)
     if n == 2:
         a, b = inputs
@@ -206,46 +221,64 @@ def apply(op: Op, *inputs: Tensor) -> Tensor:
             raise device_mismatch(op.name, inputs)
         shape, dtype = op.infer(a, b)
         try:  # (free in CPython 3.11 unless it raises)
-            data = op.forward(a.data, b.data) if device is cpu else None
+            data = op.forward(a.data, b.data) if a.data is not None else None
         except MemoryError:
-            raise _no_memory(op, shape, dtype) from None
+            raise _no_memory(op, shape, dtype, device) from None
         grad = a.requires_grad or b.requires_grad
     elif n == 1:
         a = inputs[0]
+        if type(a) is not _Tensor and not isinstance(a, _Tensor):  # e.g. a torch tensor
+            raise _not_a_tensor(op, a)
         device = a.device
         shape, dtype = op.infer(a)
         try:
-            data = op.forward(a.data) if device is cpu else None
+            data = op.forward(a.data) if a.data is not None else None
         except MemoryError:
-            raise _no_memory(op, shape, dtype) from None
+            raise _no_memory(op, shape, dtype, device) from None
         grad = a.requires_grad
     else:
         device = inputs[0].device
         grad = False
         for t in inputs:
+            if not isinstance(t, _Tensor):
+                raise _not_a_tensor(op, t)
             if t.device is not device:
                 raise device_mismatch(op.name, inputs)
             grad = grad or t.requires_grad
         shape, dtype = op.infer(*inputs)
         try:
-            data = op.forward(*[t.data for t in inputs]) if device is cpu else None
+            data = op.forward(*[t.data for t in inputs]) if inputs[0].data is not None else None
         except MemoryError:
-            raise _no_memory(op, shape, dtype) from None
-    if device is cpu:
-        if type(data) is not _ndarray:
-            data = np.asarray(data)  # NumPy returns scalars for 0-d results
-        if _anomaly.enabled:  # under sf.detect_anomaly(): inspect.anomaly's check
-            _anomaly.check_forward(op, inputs, data)
+            raise _no_memory(op, shape, dtype, device) from None
+    if data is not None and type(data) is not _ndarray:
+        data = device.asarray(data)  # NumPy returns scalars for 0-d results
     out = _make(data, shape, dtype, device)
+    if not _hot.quiet:  # some thread left the default modes: read this thread's (slower)
+        return _apply_modes(op, inputs, out, grad)
+    if grad:  # grad mode on, anomaly mode off, no observers: in every thread
+        try:  # (free in CPython 3.11 unless it raises)
+            how = _recording[type(op)]
+        except KeyError:
+            how = how_to_record(type(op))
+        if how is None:
+            out._origin = "int"
+            breaks.note("no gradient", op.name)
+        else:
+            record(op, inputs, out, how)
+    return out
+
+
+def _apply_modes(op: Op, inputs, out: Tensor, grad: bool) -> Tensor:
+    """The end of apply under this thread's modes: anomaly check, then no_grad or record."""
+    modes = _modes
+    if modes.anomaly and out.data is not None:  # sf.detect_anomaly(): inspect.anomaly's check
+        _anomaly.check_forward(op, inputs, out.data)
     if grad:
-        if not _grad_mode.enabled:
+        if not modes.enabled:
             out._origin = "no_grad"
             breaks.note("no_grad", op.name)
         else:
-            try:  # (free in CPython 3.11 unless it raises)
-                how = _recording[type(op)]
-            except KeyError:
-                how = how_to_record(type(op))
+            how = how_to_record(type(op))
             if how is None:
                 out._origin = "int"
                 breaks.note("no gradient", op.name)
@@ -254,11 +287,11 @@ def apply(op: Op, *inputs: Tensor) -> Tensor:
     return out
 
 
-def _no_memory(op: Op, shape, dtype):
+def _no_memory(op: Op, shape, dtype, device):
     """A MemoryError in a kernel, as shapeflow's error naming the op and its output's size."""
     from ..factories import allocation_error
 
-    return allocation_error(op.name, shape, dtype, cpu, "memory for the output")
+    return allocation_error(op.name, shape, dtype, device, "memory for the output")
 
 
 def record(op: Op, inputs, out: Tensor, how: int | None = None) -> None:
@@ -292,22 +325,19 @@ def record(op: Op, inputs, out: Tensor, how: int | None = None) -> None:
                 keep.append(_OutputRef(out))
                 keep.append(out._version[0])
             else:
-                data = None if out.device is meta else op.__dict__.pop(e.name)
+                data = op.__dict__.pop(e.name) if out.device.computes else None
                 keep.append(Tensor._make(data, e.shape, e.dtype, out.device))
                 keep.append(None)
         op._saved = keep
-    if _anomaly.enabled:
-        op.created_at = _anomaly.user_frame()
-        op.module_path = breaks.current_path()
-    if observers:
-        for observer in observers:
+    if not _hot.quiet:  # this thread's anomaly mode and observers (grad_mode.state)
+        modes = _modes
+        if modes.anomaly:
+            op.created_at = _anomaly.user_frame()
+            op.module_path = breaks.current_path()
+        for observer in modes.observers:
             observer(op, inputs, out)
     out.grad_fn = op
     out.requires_grad = True
-
-
-# Callbacks observer(node, inputs, out) run for every recorded node (summaries, memory).
-observers: list = []
 
 
 def device_mismatch(op: str, inputs) -> DeviceError:

@@ -16,7 +16,6 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..autograd import grad_mode
-from ..device import meta
 from ..errors import DeviceError, DTypeError, ShapeError, ShapeIndexError, ShapeRuntimeError
 from ..shape import broadcast_shapes, dims_equal, format_shape
 from ..tensor import Tensor, describe, from_numpy
@@ -367,8 +366,7 @@ class IndexPut(Op):
 
 
 def _zero_like(g: Tensor) -> Tensor:
-    data = None if g.device is meta else np.zeros((), g.dtype.np)
-    return Tensor._make(data, (), g.dtype, g.device)
+    return Tensor._make(g.device.zeros((), g.dtype.np), (), g.dtype, g.device)
 
 
 def _value_tensor(value, x: Tensor) -> Tensor:
@@ -382,8 +380,7 @@ def _value_tensor(value, x: Tensor) -> Tensor:
             except (TypeError, ValueError):
                 raise DTypeError(f"__setitem__: cannot write a {type(value).__name__} into "
                                  f"{describe(x)}", op="__setitem__") from None
-            data = None if x.device is meta else arr
-            return Tensor._make(data, arr.shape, x.dtype, x.device)
+            return Tensor._make(x.device.from_numpy(arr), arr.shape, x.dtype, x.device)
     if value.dtype is not x.dtype:
         value = value.to(x.dtype)
     return value
@@ -409,7 +406,7 @@ def index_put_(x: Tensor, indices, values, accumulate: bool = False) -> Tensor:
 def setitem(x: Tensor, index, value) -> None:
     """`x[index] = value` (Tensor.__setitem__): in place; the graph follows where it must."""
     basic, adv = parse_index(x, index)
-    needs_graph = grad_mode.state.enabled and (
+    needs_graph = (grad_mode.hot.quiet or grad_mode.state.enabled) and (
         x.requires_grad or (isinstance(value, Tensor) and value.requires_grad))
     if needs_graph:
         from .inplace import inplace
@@ -421,7 +418,8 @@ def setitem(x: Tensor, index, value) -> None:
         return
     region, basic, adv = _region_shape(x.shape, basic, adv, "__setitem__", x)
     if isinstance(value, Tensor):
-        if value.device is not x.device and x.device is not meta:
+        # writing into a tensor without data (meta) takes a value from any device
+        if value.device is not x.device and x.device.computes:
             raise DeviceError(f"__setitem__: the value {describe(value)} is on another device "
                               f"than {describe(x)}", op="__setitem__")
         vshape = _value_shape(value.shape, region, "__setitem__", x, value)

@@ -20,7 +20,7 @@ def _snapshot(t: Tensor) -> Tensor:
 
 def inplace(target: Tensor, name: str, fn, *args) -> Tensor:
     """`target.<name>(*args)`: write fn(target, *args) into target; the graph follows."""
-    record = grad_mode.state.enabled and (
+    record = (grad_mode.hot.quiet or grad_mode.state.enabled) and (
         target.requires_grad or any(isinstance(a, Tensor) and a.requires_grad for a in args)
     )
     if record and target.requires_grad and target.grad_fn is None:
@@ -69,7 +69,7 @@ def zero_(t: Tensor) -> Tensor:
 def fill_(t: Tensor, value) -> Tensor:
     if isinstance(value, Tensor):
         value = value.item()
-    if grad_mode.state.enabled and t.requires_grad and t.grad_fn is None:
+    if (grad_mode.hot.quiet or grad_mode.state.enabled) and t.requires_grad and t.grad_fn is None:
         raise GraphError(f"fill_: a leaf tensor that requires grad {describe(t)} is used in an "
                          "in-place operation", op="fill_",
                          hint="do parameter updates under sf.no_grad()")

@@ -8,7 +8,6 @@ import string
 import numpy as np
 
 from ..backend import gemm
-from ..device import cpu, meta
 from ..dtypes import float32, float64, promote_types
 from ..errors import DTypeError, ShapeError, ShapeRuntimeError
 from ..shape import broadcast_shapes, dims_equal, format_shape
@@ -59,7 +58,7 @@ class Matmul(Op):
         if len(sa) == 2 and len(sb) == 2:  # the common case, unpacked (no Shape indexing)
             (m, k), (k2, n) = sa, sb
             dt = a.dtype
-            if a.device is cpu:  # concrete sizes: plain int arithmetic
+            if a.data is not None:  # a computing device: concrete sizes, plain int arithmetic
                 if k != k2 or dt is not b.dtype:
                     check_matmul(a, b)
                 # small float products: ndarray.dot (half np.matmul's call cost), decided
@@ -373,9 +372,10 @@ class Einsum(Op):
 
 
 def _identity(n, like: Tensor) -> Tensor:
-    if like.device is meta:
-        return Tensor._make(None, (n, n), like.dtype, meta)
-    return Tensor._make(np.eye(n, dtype=like.dtype.np), (n, n), like.dtype, like.device)
+    if not like.device.computes:  # n may be symbolic: make no host array
+        return Tensor._make(None, (n, n), like.dtype, like.device)
+    data = like.device.from_numpy(np.eye(n, dtype=like.dtype.np))
+    return Tensor._make(data, (n, n), like.dtype, like.device)
 
 
 def einsum(equation: str, *operands) -> Tensor:

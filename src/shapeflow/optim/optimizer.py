@@ -16,7 +16,6 @@ import numpy as np
 
 from ..autograd import enable_grad
 from ..backend import kernels
-from ..device import meta
 from ..errors import DeviceError, DTypeError, ShapeError
 from ..shape import format_shape
 from ..tensor import Tensor, describe, from_numpy
@@ -134,10 +133,10 @@ class Optimizer:
     def _check_devices(self) -> None:
         for g in self.param_groups:
             for p in g["params"]:
-                if p.device is meta:
+                if not p.device.computes:
                     raise DeviceError(
-                        f"{type(self).__name__}.step: a parameter {describe(p)} is on the meta "
-                        "device and has no data to update",
+                        f"{type(self).__name__}.step: a parameter {describe(p)} is on the "
+                        f"{p.device} device and has no data to update",
                         op=f"{type(self).__name__}.step",
                         hint="meta models plan shapes and memory (see state_bytes); move the "
                         "model to cpu (model.to_empty(device='cpu') then re-initialise) to train",

@@ -326,7 +326,7 @@ def _simulate(model, inputs, kwargs, loss, half, train: bool, recompute: str,
 
     with tracker:
         tracker.begin(FORWARD)
-        base.observers.append(observe)
+        base.add_observer(observe)
         try:
             with grad_mode.set_grad_enabled(train):
                 out = m(*args, **kw)
@@ -343,7 +343,7 @@ def _simulate(model, inputs, kwargs, loss, half, train: bool, recompute: str,
                 locator.backward()
                 _backward(loss)
         finally:
-            base.observers.remove(observe)
+            base.remove_observer(observe)
         after = tracker.mark()  # what the optimizer step starts from: grads, output, loss
         del out, loss
     unreached = {name for name, p in named.items() if p.requires_grad and p.grad is None}
@@ -432,7 +432,7 @@ def _to_meta(x, half, memo: dict):
         return x
     if id(x) in memo:
         return memo[id(x)]
-    t = x if x.device is meta else x.to("meta")
+    t = x if x.device is meta else x.to("meta")  # the plan runs on meta itself
     if half is not None and t.dtype.is_floating_point:
         t = t.to(half)
     memo[id(x)] = t = t.detach() if t.requires_grad and t.grad_fn is not None else t

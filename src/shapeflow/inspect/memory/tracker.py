@@ -167,13 +167,13 @@ class LiveTracker:
 
         Tensor._make = classmethod(tracked_make)
         base._make = Tensor._make  # apply's own binding of it
-        base.observers.append(self._recorded)
+        base.add_observer(self._recorded)
         return self
 
     def __exit__(self, *exc) -> None:
         Tensor._make = self._original
         base._make = Tensor._make
-        base.observers.remove(self._recorded)
+        base.remove_observer(self._recorded)
         self._resolve()
 
     def begin(self, phase: str, where=None) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 
 from ... import dtypes as _dt
-from ...device import meta
 from ...dtypes import DType, result_type
 from ...errors import DTypeError
 from ...tensor import Tensor
@@ -28,9 +27,7 @@ _NUMBER = (int, float, bool)
 def _scalar_tensor(c, like: Tensor) -> Tensor:
     """A Python number as a 0-d tensor on `like`'s device (for ops with no scalar form)."""
     dt = result_type(c)
-    if like.device is meta:
-        return Tensor._make(None, (), dt, meta)
-    return Tensor._make(np.asarray(c, dtype=dt.np), (), dt, like.device)
+    return Tensor._make(like.device.asarray(c, dt.np), (), dt, like.device)
 
 
 def _as_operand(x, other: Tensor | None = None) -> Tensor:

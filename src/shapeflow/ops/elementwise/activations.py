@@ -54,7 +54,7 @@ class Relu(Op):
 
     def backward(self, g):
         (out,) = self.saved_tensors
-        if not grad_mode.state.enabled and g.dtype is out.dtype:  # no grad of grad: one op
+        if not grad_mode.is_grad_enabled() and g.dtype is out.dtype:  # no grad of grad: one op
             return (apply(ReluBackward(), g, out),)
         return (g * (out > 0),)
 
@@ -166,7 +166,7 @@ class Gelu(_FloatOnly):
     def backward(self, g):
         (x,) = self.saved_tensors
         fused = self.approximate == "none" and x.dtype is _dt.float32
-        if fused and not grad_mode.state.enabled:  # no grad of grad: one blockwise pass
+        if fused and not grad_mode.is_grad_enabled():  # no grad of grad: one blockwise pass
             return (apply(GeluBackward(), g, x),)
         return (g * apply(GeluGrad(self.approximate), x),)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ... import dtypes as _dt
-from ...device import Device, cpu, meta
+from ...device import Device
 from ...dtypes import DType
 from ...errors import DeviceError
 from ...tensor import Tensor, describe
@@ -39,12 +39,14 @@ def cast(x: Tensor, dtype) -> Tensor:
 
 def to_device(x: Tensor, device: Device) -> Tensor:
     """Move to another device. A new leaf that keeps requires_grad (as moving a parameter)."""
-    if device is cpu and x.device is meta:
+    if device.computes and not x.device.computes:
         raise DeviceError(
-            f"cannot move a meta tensor {describe(x)} to cpu: it has no data",
-            op="to", hint="create the tensor on cpu, or initialise parameters after moving",
+            f"cannot move a {x.device} tensor {describe(x)} to {device}: it has no data",
+            op="to", hint=f"create the tensor on {device}, or initialise parameters after "
+            "moving (Module.to_empty)",
         )
-    data = None if device is meta else x.data
+    # through host memory: each device knows only its own arrays and NumPy's
+    data = device.from_numpy(x.device.to_numpy(x.data)) if device.computes else None
     out = Tensor._make(data, x.shape, x.dtype, device)
     out.requires_grad = x.requires_grad and x.grad_fn is None
     return out

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 
 from ... import dtypes as _dt
-from ...device import meta
 from ...dtypes import promote_types, result_type
 from ...errors import DTypeError
 from ...shape import broadcast_shapes
@@ -193,9 +192,7 @@ def where(condition: Tensor, input, other) -> Tensor:
 def _typed_scalar(c, like: Tensor) -> Tensor:
     """A number taking the other operand's dtype when of the same kind (scalar promotion)."""
     dt = result_type(like, c) if like.dtype is not _dt.bool_ else result_type(c)
-    if like.device is meta:
-        return Tensor._make(None, (), dt, meta)
-    return Tensor._make(np.asarray(c, dtype=dt.np), (), dt, like.device)
+    return Tensor._make(like.device.asarray(c, dt.np), (), dt, like.device)
 
 
 def zeros_scalar_like(g: Tensor) -> Tensor:

@@ -171,6 +171,10 @@ def _tensor_list(tensors, op: str) -> list:
         raise ShapeRuntimeError(f"{op}: expected a non-empty list of tensors", op=op)
     for i, t in enumerate(tensors):
         if not isinstance(t, Tensor):
+            from ...torch_interop import is_torch_tensor, mixing_error
+
+            if is_torch_tensor(t):
+                raise mixing_error(t, f"{op} (element {i})")
             raise DTypeError(f"{op}: expected a Tensor as element {i}, got "
                              f"{type(t).__name__}", op=op)
     return list(tensors)

@@ -133,8 +133,6 @@ def pad(x: Tensor, pad, mode: str = "constant", value=0) -> Tensor:
         raise ShapeRuntimeError(f"pad: unknown mode {mode!r}", op="pad",
                                 hint="use 'constant', 'reflect', 'replicate' or 'circular'")
     Pad(pad).infer(x)  # the same checks as constant padding
-    from ...device import meta
-
     for i in range(len(pad) // 2):
         d, a, b = x.ndim - 1 - i, pad[2 * i], pad[2 * i + 1]
         if a == 0 and b == 0:
@@ -144,7 +142,7 @@ def pad(x: Tensor, pad, mode: str = "constant", value=0) -> Tensor:
             raise ShapeRuntimeError(f"pad: {mode} padding needs a concrete non-empty dim, "
                                     f"got {n}", op="pad")
         idx = _pad_index(n, a, b, mode)
-        it = Tensor._make(None if x.device is meta else idx, idx.shape, _dt.int64, x.device)
+        it = Tensor._make(x.device.from_numpy(idx), idx.shape, _dt.int64, x.device)
         x = index_select(x, d, it)
     return x
 
