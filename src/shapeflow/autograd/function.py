@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 
 from ..errors import GraphError
-from ..ops import base
 from ..ops.base import OTHER, Op, Saved, _OutputRef
 from ..tensor import Tensor
 from . import grad_mode
@@ -205,8 +204,9 @@ def _record(ctx: FunctionCtx, tensors: list, aliases: list, outputs: list) -> No
         o = outputs[k]
         if k == diff[0]:  # the saved set is reported once, on the first output's node
             node._entries, node._saved = ctx._entries, ctx._saved
-        for observer in base.observers:
-            observer(node, tensors, o)
+        if not grad_mode.hot.quiet:  # this thread's observers (memory report, graph)
+            for observer in grad_mode.state.observers:
+                observer(node, tensors, o)
         o.grad_fn, o.requires_grad = node, True
     for o in outputs:
         if isinstance(o, Tensor) and o.grad_fn is None and o.requires_grad is False:
