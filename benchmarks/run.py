@@ -257,7 +257,8 @@ def main(argv=None) -> int:
     rounds = 3 if q else 7
     if args.only:  # one step row, printed, nothing written: a cheap check on a shared machine
         makers = {"resnet_step": (resnet_step, 3), "vit_step": (vit_step, 5),
-                  "mlp_step": (mlp_step, 20)}
+                  "mlp_step": (mlp_step, 20), "lstm_b32_l64_h256": (lstm_step, 1),
+                  "gpt_4l_d256_t512": (lambda: gpt_step(4, 256, T=512, batch=4), 1)}
         make, number = makers[args.only]
         r = compare(make(), rounds, 3 if q else 5, number)
         s, t = r["shapeflow"]["median_s"], r["torch"]["median_s"]
