@@ -338,5 +338,24 @@ class SequentialLR(LRScheduler):
             s.load_state_dict(sd)
 
 
-__all__ = ["LRScheduler", "LambdaLR", "StepLR", "MultiStepLR", "ConstantLR", "LinearLR",
-           "ExponentialLR", "CosineAnnealingLR", "SequentialLR"]
+_EXTRA = ("OneCycleLR", "CyclicLR", "CosineAnnealingWarmRestarts", "PolynomialLR",
+          "ReduceLROnPlateau")
+
+
+def __getattr__(name: str):
+    """The schedulers of lr_scheduler_extra (imported on first use: they subclass ours)."""
+    if name in _EXTRA:
+        from . import lr_scheduler_extra
+
+        return getattr(lr_scheduler_extra, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list:
+    return sorted(list(globals()) + list(_EXTRA))
+
+
+__all__ = [  # noqa: F822  (the last five come through __getattr__)
+    "LRScheduler", "LambdaLR", "StepLR", "MultiStepLR", "ConstantLR", "LinearLR",
+    "ExponentialLR", "CosineAnnealingLR", "SequentialLR", "OneCycleLR", "CyclicLR",
+    "CosineAnnealingWarmRestarts", "PolynomialLR", "ReduceLROnPlateau"]
