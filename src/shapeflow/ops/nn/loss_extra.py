@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from ...errors import ShapeError, ShapeRuntimeError
-from ...shape import format_shape
+from ...shape import broadcast_shapes, format_shape
 from ...tensor import Tensor, describe
 from ..elementwise.compare import where
 from ..matrix.norms import vector_norm
@@ -186,6 +186,10 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
 
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
     """Cosine of x1 and x2 along dim (broadcast): each divided by max(its norm, eps), summed."""
+    s1, s2 = tuple(x1.shape), tuple(x2.shape)
+    if s1 != s2:  # dim counts in the broadcast shape, so norms are taken after expanding
+        shape = tuple(broadcast_shapes(s1, s2, "cosine_similarity", ("x1", "x2")))
+        x1, x2 = x1.expand(*shape), x2.expand(*shape)
     n1 = vector_norm(x1, 2, dim=dim, keepdim=True).clamp(min=eps)
     n2 = vector_norm(x2, 2, dim=dim, keepdim=True).clamp(min=eps)
     return ((x1 / n1) * (x2 / n2)).sum(dim)
