@@ -248,3 +248,13 @@ def test_bad_arguments():
         F.gaussian_nll_loss(sf.randn(2), sf.randn(2), sf.tensor([1.0, -1.0]))
     with pytest.raises(ShapeError):
         sf.nn.KLDivLoss(reduction="avg")
+
+
+def test_top_level_names_as_pytorch():
+    a, b = normal(3, 4), normal(3, 4)
+    np.testing.assert_allclose(sf.cosine_similarity(sf.from_numpy(a), sf.from_numpy(b)).numpy(),
+                               torch.cosine_similarity(torch.from_numpy(a),
+                                                       torch.from_numpy(b)).numpy())
+    np.testing.assert_allclose(sf.pairwise_distance(sf.from_numpy(a), sf.from_numpy(b)).numpy(),
+                               torch.pairwise_distance(torch.from_numpy(a),
+                                                       torch.from_numpy(b)).numpy())
