@@ -99,6 +99,14 @@ def test_dict_operations():
     assert k == "c" and len(pd) == 1
     merged = pd | nn.ParameterDict({"x": sf.ones(1)})
     assert list(merged) == ["b", "x"] and merged["b"] is pd["b"]
+    # a plain dict goes in sorted, an OrderedDict in its order, both as PyTorch
+    from collections import OrderedDict
+    for src in ({"z": 1.0, "a": 2.0}, OrderedDict(z=1.0, a=2.0)):
+        wrap = {k: sf.tensor(v) for k, v in src.items()}
+        twrap = {k: torch.tensor(v) for k, v in src.items()}
+        if isinstance(src, OrderedDict):
+            wrap, twrap = OrderedDict(wrap), OrderedDict(twrap)
+        assert list(nn.ParameterDict(wrap)) == list(tnn.ParameterDict(twrap))
     pd.clear()
     assert len(pd) == 0 and list(pd.parameters()) == []
     with pytest.raises(KeyError):
@@ -111,8 +119,11 @@ def test_repr_matches_pytorch_layout():
     pl = nn.ParameterList([sf.ones(2, 3), sf.ones(3)])
     tl = tnn.ParameterList([torch.ones(2, 3), torch.ones(3)])
     assert repr(pl) == repr(tl).replace("torch.", "shapeflow.")
-    pd = nn.ParameterDict({"w": sf.ones(2)})
-    assert repr(pd) == "ParameterDict(  (w): Parameter containing: [shapeflow.float32 of size 2])"
+    pd = nn.ParameterDict({"w": sf.ones(2, dtype=sf.float64), "n": 3})
+    td = tnn.ParameterDict({"w": torch.ones(2, dtype=torch.float64), "n": 3})
+    assert repr(pd) == repr(td)
+    assert repr(nn.ParameterList([sf.ones(1), 3])) == repr(
+        tnn.ParameterList([torch.ones(1), 3])).replace("torch.", "shapeflow.")
 
 
 def test_containers_are_not_callable():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 
 from ..errors import ArgumentError, DTypeError, ShapeError
@@ -18,12 +19,14 @@ def _as_parameter(value):
     return value
 
 
-def _describe(key, value) -> str:
+def _describe(key, value, typename: bool = False) -> str:
     if isinstance(value, Tensor):
         kind = "Parameter" if isinstance(value, Parameter) else "Tensor"
         size = "x".join(str(s) for s in value.shape)
         dtype = str(value.dtype)
         dtype = dtype if "." in dtype else f"shapeflow.{dtype}"
+        if typename:  # PyTorch's ParameterDict prints torch.typename ("torch.FloatTensor")
+            dtype = value.type()
         return f"  ({key}): {kind} containing: [{dtype} of size {size}]"
     return f"  ({key}): Object of type: {type(value).__name__}"
 
@@ -181,8 +184,12 @@ class ParameterDict(Module):
 
     def update(self, parameters) -> None:
         """Add or replace entries from a mapping or an iterable of (key, value) pairs."""
-        if isinstance(parameters, (Mapping, ParameterDict)):
+        if isinstance(parameters, (OrderedDict, ParameterDict)):
             for key, value in list(parameters.items()):
+                self[key] = value
+            return
+        if isinstance(parameters, Mapping):  # as PyTorch: a plain mapping goes in sorted
+            for key, value in sorted(parameters.items()):
                 self[key] = value
             return
         if not isinstance(parameters, Iterable):
@@ -196,7 +203,7 @@ class ParameterDict(Module):
 
     def extra_repr(self) -> str:
         """One line per entry: kind, dtype and size, as PyTorch prints them."""
-        return "\n".join(_describe(k, p) for k, p in self.items())
+        return "\n".join(_describe(k, p, typename=True) for k, p in self.items())
 
     def __call__(self, *args, **kwargs):
         raise ArgumentError("ParameterDict should not be called.")
