@@ -6,6 +6,9 @@ import pytest
 import torch
 import torch.nn as tnn
 import torch.nn.functional as TF
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 import shapeflow as sf
 from shapeflow.errors import ShapeError, ShapeRuntimeError
@@ -258,3 +261,22 @@ def test_top_level_names_as_pytorch():
     np.testing.assert_allclose(sf.pairwise_distance(sf.from_numpy(a), sf.from_numpy(b)).numpy(),
                                torch.pairwise_distance(torch.from_numpy(a),
                                                        torch.from_numpy(b)).numpy())
+
+
+@given(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4), st.data())
+@settings(max_examples=20, deadline=None)
+def test_distances_and_losses_over_shapes_and_dims(shape, data):
+    dim = data.draw(st.integers(-len(shape), len(shape) - 1))
+    p = data.draw(st.sampled_from([1.0, 2.0, 3.0]))
+    reduction = data.draw(st.sampled_from(REDUCTIONS))
+    a, b = normal(*shape) + 0.1, normal(*shape)
+    check_op(lambda x, y: F.cosine_similarity(x, y, dim),
+             lambda x, y: TF.cosine_similarity(x, y, dim), a, b, gradcheck=False)
+    check_op(lambda x, y: F.pairwise_distance(x, y, p),
+             lambda x, y: TF.pairwise_distance(x, y, p), a, b, gradcheck=False)
+    check_op(lambda x, y: F.smooth_l1_loss(x, y, reduction=reduction, beta=0.5),
+             lambda x, y: TF.smooth_l1_loss(x, y, reduction=reduction, beta=0.5), a, b,
+             gradcheck=False)
+    check_op(lambda x, y: F.kl_div(x, y, reduction="batchmean", log_target=True),
+             lambda x, y: TF.kl_div(x, y, reduction="batchmean", log_target=True), a, b,
+             gradcheck=False)
