@@ -16,9 +16,12 @@ from .dropout import Dropout
 from .flatten import Flatten, Unflatten
 from .linear import Identity, Linear, NonDynamicallyQuantizableLinear
 from .loss import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
+from .loss_extra import *  # noqa: F403  (BCELoss, KLDivLoss, HuberLoss, ... PairwiseDistance)
+from .loss_extra import __all__ as _LOSSES
 from .module import Module, RemovableHandle, StateDictError
 from .normalization import GroupNorm, LayerNorm, RMSNorm
 from .parameter import Parameter
+from .parameter_container import ParameterDict, ParameterList
 from .pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
@@ -47,7 +50,7 @@ __all__ = [
     "Dropout", "ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "Flatten", "Unflatten",
     "Sequential", "ModuleList", "ModuleDict", "Conv2d", "MaxPool2d", "AvgPool2d",
     "MultiheadAttention", "CrossEntropyLoss", "MSELoss", "L1Loss", "BCEWithLogitsLoss", "NLLLoss",
-    *_ACTIVATIONS,
+    *_ACTIVATIONS, *_LOSSES, "ParameterList", "ParameterDict",
     "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "Conv1d", "ConvTranspose1d", "ConvTranspose2d",
     "MaxPool1d", "AvgPool1d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d",
     "GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "Conv3d", "Upsample", "PixelShuffle",

@@ -66,6 +66,18 @@ from ..ops.nn.activations_extra import (
     softsign,
     tanhshrink,
 )
+from ..ops.nn.loss_extra import (
+    cosine_embedding_loss,
+    cosine_similarity,
+    gaussian_nll_loss,
+    huber_loss,
+    kl_div,
+    margin_ranking_loss,
+    pairwise_distance,
+    poisson_nll_loss,
+    smooth_l1_loss,
+    soft_margin_loss,
+)
 from ..tensor import Tensor
 
 gelu = _E.gelu
@@ -115,4 +127,7 @@ __all__ = [
     "conv_transpose2d", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
     "adaptive_max_pool2d", "group_norm", "instance_norm", "normalize", "conv3d", "interpolate",
     "upsample", "pixel_shuffle", "pixel_unshuffle", "unfold", "fold",
+    "smooth_l1_loss", "huber_loss", "kl_div", "margin_ranking_loss", "soft_margin_loss",
+    "cosine_embedding_loss", "gaussian_nll_loss", "poisson_nll_loss", "cosine_similarity",
+    "pairwise_distance",
 ]

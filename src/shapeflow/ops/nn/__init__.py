@@ -81,6 +81,7 @@ from .loss import (  # noqa: F401  (re-exported: importers use these)
     l1_loss,
     mse_loss,
 )
+from .loss_extra import cosine_similarity, pairwise_distance
 from .norm import (  # noqa: F401  (re-exported: importers use these)
     LayerNorm,
     NormBackward,
@@ -99,4 +100,5 @@ from .softmax import (  # noqa: F401  (re-exported: importers use these)
 
 METHODS = ("softmax", "log_softmax", "hardshrink")
 __all__ = ["softmax", "log_softmax", "layer_norm", "rms_norm", "embedding", "dropout",
-           "selu", "celu", "prelu", "hardshrink"]  # the activations torch has at top level
+           "selu", "celu", "prelu", "hardshrink",  # the activations torch has at top level
+           "cosine_similarity", "pairwise_distance"]  # as torch.*, same signatures as F.*
