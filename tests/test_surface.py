@@ -4,14 +4,46 @@ import pytest
 
 import shapeflow as sf
 
-FUNCTIONS = ["sort", "argsort", "topk", "kthvalue", "msort", "unique", "unique_consecutive", "searchsorted", "bucketize", "histc", "nonzero", "masked_select", "take", "take_along_dim", "argwhere", "multinomial", "bernoulli", "normal", "poisson", "randint_like", "scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy", "index_fill", "erf", "erfc", "erfinv", "lgamma", "digamma", "logit", "xlogy", "lerp", "hypot", "atan2", "nan_to_num", "clamp", "frac", "logaddexp", "sinc", "cumprod", "cummax", "cummin", "logcumsumexp", "diff", "addmm", "baddbmm", "addcmul", "addcdiv", "vdot", "cross", "kron", "cdist", "tensordot", "trace", "diag", "diag_embed", "diagonal", "roll", "rot90", "repeat_interleave", "tile", "meshgrid", "broadcast_tensors", "block_diag", "cartesian_prod", "allclose", "isclose", "equal", "from_dlpack"]
-TENSOR_METHODS = ["uniform_", "normal_", "exponential_", "bernoulli_", "scatter_", "scatter_add_", "index_add_", "index_copy_", "index_fill_", "index_put_", "masked_scatter_", "addcmul_", "addcdiv_", "expand_as", "t", "is_contiguous", "unfold", "new_empty", "apply_", "__dlpack__", "__dlpack_device__"]
-LINALG = ["norm", "vector_norm", "matrix_norm", "inv", "det", "slogdet", "solve", "cholesky", "qr", "svd", "eigh", "pinv"]
-NN = ["BCELoss", "KLDivLoss", "SmoothL1Loss", "HuberLoss", "CosineEmbeddingLoss", "MarginRankingLoss", "LeakyReLU", "ELU", "Mish", "Softplus", "Hardswish", "Hardsigmoid", "PReLU", "LogSoftmax", "Softmin", "ParameterList", "ParameterDict"]
-FUNCTIONAL = ["cosine_similarity", "pairwise_distance", "logsigmoid", "glu", "hardtanh", "mish", "softsign"]
-OPTIM = ["RMSprop", "Adagrad", "Adamax", "NAdam", "RAdam", "LBFGS"]
-SCHEDULERS = ["OneCycleLR", "ReduceLROnPlateau", "CosineAnnealingWarmRestarts", "CyclicLR", "PolynomialLR"]
-UTILS_DATA = ["Dataset", "IterableDataset", "TensorDataset", "DataLoader", "random_split", "Subset", "ConcatDataset", "default_collate", "RandomSampler", "DistributedSampler"]
+FUNCTIONS = [
+    "sort", "argsort", "topk", "kthvalue", "msort", "unique", "unique_consecutive", "searchsorted",
+    "bucketize", "histc", "nonzero", "masked_select", "take", "take_along_dim", "argwhere",
+    "multinomial", "bernoulli", "normal", "poisson", "randint_like", "scatter", "scatter_add",
+    "scatter_reduce", "index_add", "index_copy", "index_fill", "erf", "erfc", "erfinv", "lgamma",
+    "digamma", "logit", "xlogy", "lerp", "hypot", "atan2", "nan_to_num", "clamp", "frac",
+    "logaddexp", "sinc", "cumprod", "cummax", "cummin", "logcumsumexp", "diff", "addmm", "baddbmm",
+    "addcmul", "addcdiv", "vdot", "cross", "kron", "cdist", "tensordot", "trace", "diag",
+    "diag_embed", "diagonal", "roll", "rot90", "repeat_interleave", "tile", "meshgrid",
+    "broadcast_tensors", "block_diag", "cartesian_prod", "allclose", "isclose", "equal",
+    "from_dlpack"
+]
+TENSOR_METHODS = [
+    "uniform_", "normal_", "exponential_", "bernoulli_", "scatter_", "scatter_add_", "index_add_",
+    "index_copy_", "index_fill_", "index_put_", "masked_scatter_", "addcmul_", "addcdiv_",
+    "expand_as", "t", "is_contiguous", "unfold", "new_empty", "apply_", "__dlpack__",
+    "__dlpack_device__"
+]
+LINALG = [
+    "norm", "vector_norm", "matrix_norm", "inv", "det", "slogdet", "solve", "cholesky", "qr",
+    "svd", "eigh", "pinv"
+]
+NN = [
+    "BCELoss", "KLDivLoss", "SmoothL1Loss", "HuberLoss", "CosineEmbeddingLoss",
+    "MarginRankingLoss", "LeakyReLU", "ELU", "Mish", "Softplus", "Hardswish", "Hardsigmoid",
+    "PReLU", "LogSoftmax", "Softmin", "ParameterList", "ParameterDict"
+]
+FUNCTIONAL = [
+    "cosine_similarity", "pairwise_distance", "logsigmoid", "glu", "hardtanh", "mish", "softsign"
+]
+OPTIM = [
+    "RMSprop", "Adagrad", "Adamax", "NAdam", "RAdam", "LBFGS"
+]
+SCHEDULERS = [
+    "OneCycleLR", "ReduceLROnPlateau", "CosineAnnealingWarmRestarts", "CyclicLR", "PolynomialLR"
+]
+UTILS_DATA = [
+    "Dataset", "IterableDataset", "TensorDataset", "DataLoader", "random_split", "Subset",
+    "ConcatDataset", "default_collate", "RandomSampler", "DistributedSampler"
+]
 
 
 @pytest.mark.parametrize("where,names", [
