@@ -62,6 +62,17 @@ def inplace(target: Tensor, name: str, fn, *args) -> Tensor:
     return target
 
 
+def inplace_method(name: str, fn):
+    """The Tensor method `name` (`x.erf_()`, `x.scatter_(...)`): fn's result written into x."""
+
+    def method(self: Tensor, *args, **kwargs) -> Tensor:
+        return inplace(self, name, lambda src, *a: fn(src, *a, **kwargs), *args)
+
+    method.__name__ = name
+    method.__doc__ = f"In-place {name[:-1]}: writes the result into self."
+    return method
+
+
 def zero_(t: Tensor) -> Tensor:
     return fill_(t, 0)
 

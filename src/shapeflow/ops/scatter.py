@@ -16,6 +16,7 @@ import numpy as np
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor, describe, from_numpy
 from .base import OUT, X0, X1, X2, Op, Saved, apply
+from .inplace import inplace_method as _inplace
 from .movement import IndexAdd, gather, index_add, index_select, scatter_add
 from .movement import scatter as _scatter
 from .movement.dim_index import _check_bounds
@@ -284,16 +285,6 @@ def index_fill(x: Tensor, dim: int, index: Tensor, value) -> Tensor:
 
 
 # ---- in place -------------------------------------------------------------------------------
-def _inplace(name: str, fn):
-    def method(self: Tensor, *args, **kwargs) -> Tensor:
-        from .inplace import inplace
-
-        return inplace(self, name, lambda src, *a: fn(src, *a, **kwargs), *args)
-
-    method.__name__ = name
-    method.__doc__ = f"In-place {name[:-1]}: writes the result into self."
-    return method
-
 
 scatter_ = _inplace("scatter_", scatter)
 scatter_add_ = _inplace("scatter_add_", scatter_add)

@@ -13,6 +13,7 @@ from ...errors import DTypeError
 from ...shape import broadcast_shapes
 from ...tensor import Tensor, describe
 from ..base import OUT, X0, X1, X2, Op, apply
+from ..inplace import inplace_method as _inplace
 from ._common import _as_operand, _scalar_tensor
 from .binary import Binary
 from .bounds import Clamp
@@ -263,16 +264,6 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, value=1) -> Tensor:
     quot = tensor1 / tensor2
     return input + (quot * value if value != 1 else quot)
 
-
-def _inplace(name: str, fn):
-    from ..inplace import inplace
-
-    def method(self, *args, **kwargs):
-        return inplace(self, name, lambda src, *a: fn(src, *a, **kwargs), *args)
-
-    method.__name__ = name
-    method.__doc__ = f"In-place {fn.__name__}."
-    return method
 
 
 lerp_ = _inplace("lerp_", lerp)

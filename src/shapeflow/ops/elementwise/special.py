@@ -13,6 +13,7 @@ import numpy as np
 from ... import dtypes as _dt
 from ...tensor import Tensor
 from ..base import OUT, X0, X1, Op, apply
+from ..inplace import inplace_method as _inplace
 from . import special_kernels as K
 from ._common import _NUMBER, _as_operand, _float_dtype
 from .binary import Binary
@@ -243,16 +244,6 @@ def xlogy(x, y) -> Tensor:
         y = _as_operand(y, x)
     return apply(Xlogy(), x, y)
 
-
-def _inplace(name: str, fn):
-    from ..inplace import inplace
-
-    def method(self, *args, **kwargs):
-        return inplace(self, name, lambda src, *a: fn(src, *a, **kwargs), *args)
-
-    method.__name__ = name
-    method.__doc__ = f"In-place {fn.__name__}."
-    return method
 
 
 erf_ = _inplace("erf_", erf)

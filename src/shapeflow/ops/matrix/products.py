@@ -6,6 +6,7 @@ from __future__ import annotations
 from ...errors import DTypeError, ShapeError
 from ...shape import broadcast_shapes, normalize_dim
 from ...tensor import Tensor, describe
+from ..inplace import inplace_method as _inplace
 from ..linalg import bmm, matmul, mm, mv, outer
 from ..movement import cat, narrow, permute, reshape
 from ..reduce import norm
@@ -134,16 +135,6 @@ def tensordot(a: Tensor, b: Tensor, dims=2) -> Tensor:
     bm = reshape(permute(b, db + free_b), (k, -1))
     return reshape(mm(am, bm), out_shape)
 
-
-def _inplace(name: str, fn):
-    from ..inplace import inplace
-
-    def method(self, *args, **kwargs):
-        return inplace(self, name, lambda src, *a: fn(src, *a, **kwargs), *args)
-
-    method.__name__ = name
-    method.__doc__ = f"In-place {fn.__name__}."
-    return method
 
 
 addmm_ = _inplace("addmm_", addmm)
