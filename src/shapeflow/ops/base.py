@@ -270,11 +270,11 @@ def apply(op: Op, *inputs: Tensor) -> Tensor:
 
 def _apply_modes(op: Op, inputs, out: Tensor, grad: bool) -> Tensor:
     """The end of apply under this thread's modes: anomaly check, then no_grad or record."""
-    modes = _modes
-    if modes.anomaly and out.data is not None:  # sf.detect_anomaly(): inspect.anomaly's check
+    modes = _modes.__dict__  # this thread's: one threading.local lookup, not one per name
+    if modes["anomaly"] and out.data is not None:  # sf.detect_anomaly(): inspect.anomaly's
         _anomaly.check_forward(op, inputs, out.data)
     if grad:
-        if not modes.enabled:
+        if not modes["enabled"]:
             out._origin = "no_grad"
             breaks.note("no_grad", op.name)
         else:
