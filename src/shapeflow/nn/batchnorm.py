@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from .. import dtypes
 from ..errors import ShapeError
-from ..factories import empty, ones, zeros
+from ..factories import ones, zeros
 from ..shape import format_shape
 from ..tensor import tensor
 from . import functional as F
 from . import init
 from .module import Module
-from .parameter import Parameter
+from .normalization import add_affine, reset_affine
 
 
 class _NormBase(Module):
@@ -26,15 +26,7 @@ class _NormBase(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        if affine:
-            self.weight = Parameter(empty((num_features,), device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(empty((num_features,), device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        add_affine(self, (num_features,), affine, bias, device, dtype)
         if track_running_stats:
             self.register_buffer("running_mean", zeros(num_features, device=device, dtype=dtype))
             self.register_buffer("running_var", ones(num_features, device=device, dtype=dtype))
@@ -54,10 +46,7 @@ class _NormBase(Module):
 
     def reset_parameters(self) -> None:
         self.reset_running_stats()
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        reset_affine(self)
 
     def _check_input_dim(self, input) -> None:
         raise NotImplementedError

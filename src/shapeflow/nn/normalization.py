@@ -9,6 +9,25 @@ from .module import Module
 from .parameter import Parameter
 
 
+def add_affine(module: Module, shape: tuple, affine: bool, bias: bool, device, dtype) -> None:
+    """A norm's learned scale (ones) and shift (zeros) of `shape`, or None for each absent."""
+    weight = bias_ = None
+    if affine:
+        weight = Parameter(init.ones_(empty(shape, device=device, dtype=dtype)))
+        if bias:
+            bias_ = Parameter(init.zeros_(empty(shape, device=device, dtype=dtype)))
+    module.register_parameter("weight", weight)
+    module.register_parameter("bias", bias_)
+
+
+def reset_affine(module: Module) -> None:
+    """Scale back to ones, shift back to zeros (what a norm's reset_parameters does)."""
+    if module.weight is not None:
+        init.ones_(module.weight)
+    if module.bias is not None:
+        init.zeros_(module.bias)
+
+
 def _shape(normalized_shape) -> tuple:
     if isinstance(normalized_shape, int):
         return (normalized_shape,)
@@ -24,22 +43,10 @@ class LayerNorm(Module):
         self.normalized_shape = _shape(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(empty(self.normalized_shape, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(empty(self.normalized_shape, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        add_affine(self, self.normalized_shape, elementwise_affine, bias, device, dtype)
 
     def reset_parameters(self) -> None:
-        if self.weight is not None:
-            init.ones_(self.weight)
-        if self.bias is not None:
-            init.zeros_(self.bias)
+        reset_affine(self)
 
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -87,22 +94,10 @@ class GroupNorm(Module):
             raise ValueError("num_channels must be divisible by num_groups")
         self.num_groups, self.num_channels = num_groups, num_channels
         self.eps, self.affine = eps, affine
-        if affine:
-            self.weight = Parameter(empty((num_channels,), device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(empty((num_channels,), device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        add_affine(self, (num_channels,), affine, bias, device, dtype)
 
     def reset_parameters(self) -> None:
-        if self.weight is not None:
-            init.ones_(self.weight)
-        if self.bias is not None:
-            init.zeros_(self.bias)
+        reset_affine(self)
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
