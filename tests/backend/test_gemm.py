@@ -56,7 +56,7 @@ def test_other_ranks_go_to_numpy(a_shape, b_shape, rng):
     np.testing.assert_allclose(gemm.matmul(a, b), np.matmul(a, b), rtol=1e-12)
 
 
-@pytest.mark.parametrize("dtype", [np.float16, np.int64, np.complex64])
+@pytest.mark.parametrize("dtype", [np.int64, np.complex64])  # 16-bit: test_gemm_half
 def test_other_dtypes_go_to_numpy(dtype, rng):
     a = (rng.standard_normal((40, 50)) * 4).astype(dtype)
     b = (rng.standard_normal((50, 60)) * 4).astype(dtype)

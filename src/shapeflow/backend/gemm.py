@@ -6,6 +6,11 @@ on the shapes of an MLP or a small transformer (measured in benchmarks/). With
 multiply-adds go to MKL through ctypes; everything else, and every product when MKL is
 absent or SHAPEFLOW_BLAS=numpy, stays `np.matmul`. Both give the same values up to
 rounding order.
+
+bfloat16 and float16 products (any rank) accumulate in float32 and round once to the
+operands' dtype, as PyTorch's do: through MKL's gemm_bf16bf16f32 / gemm_f16f16f32 where MKL
+is loaded, else through float32 copies and np.matmul. Never np.matmul on the 16-bit arrays
+themselves: ml_dtypes' bfloat16 matmul runs at well under 1 GFLOP/s and returns float32.
 """
 
 from __future__ import annotations
@@ -15,14 +20,19 @@ import os
 import sys
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 
+from . import kernels
 from .kernels import address
 
 # below this many multiply-adds the ctypes call (~1.5 us) costs more than MKL saves
 MIN_MACS = 1 << 15
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
 _GEMM: dict = {}  # numpy dtype -> cblas_?gemm, filled by _load
+_F32 = np.dtype(np.float32)
+_BF16, _F16 = np.dtype(ml_dtypes.bfloat16), np.dtype(np.float16)
+_HALF_GEMM: dict = {_BF16: None, _F16: None}  # 16-bit dtype -> cblas_gemm_*f32 or None
 _state = {"loaded": False}
 
 
@@ -53,6 +63,13 @@ def _load() -> None:
         fn.argtypes = [i32] * 6 + [scalar, ptr, i32, ptr, i32, scalar, ptr, i32]
         fn.restype = None
         _GEMM[np.dtype(dtype)] = fn
+    for name, dtype in (("cblas_gemm_bf16bf16f32", _BF16), ("cblas_gemm_f16f16f32", _F16)):
+        fn = getattr(lib, name, None)  # MKL 2020 and later
+        if fn is not None:
+            fn.argtypes = [i32] * 6 + [ctypes.c_float, ptr, i32, ptr, i32, ctypes.c_float,
+                                       ptr, i32]
+            fn.restype = None
+            _HALF_GEMM[dtype] = fn
 
 
 def backend() -> str:
@@ -92,6 +109,8 @@ def matmul(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None = None) -> np.n
     dtype = a.dtype
     fn = _GEMM.get(dtype)
     if fn is None or a.ndim != 2 or b.ndim != 2 or b.dtype != dtype:
+        if dtype in _HALF_GEMM:
+            return half_matmul(a, b, bias)
         return _numpy(a, b, bias)
     (m, k), n = a.shape, b.shape[1]
     if m * n * k < MIN_MACS or b.shape[0] != k or (bias is not None and bias.dtype != dtype):
@@ -124,4 +143,80 @@ def matmul_acc(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
             fn(_ROW_MAJOR, oa[0], ob[0], m, n, k, 1.0, address(a), oa[1], address(b), ob[1],
                1.0, address(out), oo[1])
             return
+    if a.dtype in _HALF_GEMM:  # float32 sum, one rounding (as PyTorch's addmm_)
+        out[...] = to_half(out.astype(_F32) + _half_f32(a, b, None), out.dtype)
+        return
     out += a @ b
+
+
+def to_half(x32: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """float32 -> bfloat16 or float16, rounded to nearest even (the compiled kernel for
+    bfloat16 where it is built)."""
+    if dtype == _BF16:
+        out = kernels.f32_to_bf16(x32)
+        if out is not None:
+            return out
+    return x32.astype(dtype)
+
+
+def to_f32(x: np.ndarray) -> np.ndarray:
+    """A 16-bit float array widened to float32 (exact)."""
+    if x.dtype == _BF16:
+        out = kernels.bf16_to_f32(x)
+        if out is not None:
+            return out
+    return x.astype(_F32)
+
+
+def half_matmul(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
+    """a @ b (+ bias) for bfloat16/float16 operands of any rank >= 1 (batch dims broadcast):
+    float32 accumulate, the bias added in float32, one rounding to the operands' dtype."""
+    dtype = a.dtype
+    if b.dtype != dtype or (bias is not None and bias.dtype != dtype):
+        raise TypeError(f"half_matmul: operands must share one 16-bit dtype, got {a.dtype}, "
+                        f"{b.dtype}" + ("" if bias is None else f" and {bias.dtype}"))
+    return to_half(_half_f32(a, b, bias), dtype)
+
+
+def _half_f32(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
+    """The float32 result of a @ b (+ bias) for 16-bit operands, before rounding."""
+    if not _state["loaded"]:
+        _load()
+    fn = _HALF_GEMM[a.dtype]
+    bias32 = None if bias is None else to_f32(bias)
+    if a.ndim < 2 or b.ndim < 2 or fn is None or a.shape[-2] * a.shape[-1] * b.shape[-1] \
+            < MIN_MACS:
+        return _numpy(to_f32(a), to_f32(b), bias32)
+    if b.ndim == 2:  # [..., m, k] @ [k, n]: one gemm over all rows of a
+        lead = a.shape[:-1]
+        out = np.empty(lead + (b.shape[1],), _F32)
+        _half_gemm(fn, a.reshape(-1, a.shape[-1]), b, bias32, out.reshape(-1, b.shape[1]))
+        return out
+    # batched: one gemm per matrix of the broadcast batch (MKL has no strided batch call
+    # for the 16-bit types), each writing its block of one float32 result
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    a = np.broadcast_to(a, batch + a.shape[-2:])
+    b = np.broadcast_to(b, batch + b.shape[-2:])
+    out = np.empty(batch + (a.shape[-2], b.shape[-1]), _F32)
+    for i in np.ndindex(*batch):
+        _half_gemm(fn, a[i], b[i], bias32, out[i])
+    return out
+
+
+def _half_gemm(fn, a: np.ndarray, b: np.ndarray, bias32: np.ndarray | None,
+               out: np.ndarray) -> None:
+    """out (float32, C-contiguous) = a @ b (+ bias32) through MKL's 16-bit gemm."""
+    (m, k), n = a.shape, b.shape[1]
+    if b.shape[0] != k:
+        raise ValueError(f"matmul: contraction mismatch {a.shape} @ {b.shape}")
+    oa, ob = _operand(a), _operand(b)
+    if oa is None:  # strides no cblas call takes: a packed copy (half the bytes of float32)
+        a = np.ascontiguousarray(a)
+        oa = _operand(a)
+    if ob is None:
+        b = np.ascontiguousarray(b)
+        ob = _operand(b)
+    if bias32 is not None:
+        np.copyto(out, bias32)
+    fn(_ROW_MAJOR, oa[0], ob[0], m, n, k, 1.0, address(a), oa[1], address(b), ob[1],
+       0.0 if bias32 is None else 1.0, address(out), n)

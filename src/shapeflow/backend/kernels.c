@@ -357,3 +357,168 @@ ptrdiff_t cross_entropy_backward_f32(const float *restrict x, const int64_t *res
     }
     return -1;
 }
+
+/* ==== bfloat16 ==========================================================================
+ * bfloat16 is the top half of a float32: widening is a shift, narrowing rounds to nearest
+ * even (as ml_dtypes and PyTorch do) with NaN kept NaN: 0x7fc0 or 0xffc0 by its sign, as
+ * ml_dtypes writes it. Subnormals round like any other value (bfloat16 has float32's
+ * exponent range). The bf16 forms of GELU, softmax, log_softmax and layer norm widen a block
+ * into float32 scratch, run the float32 kernel above on it and round once: the values are
+ * the float32 kernel's on the widened input, rounded, as PyTorch computes bf16 activations
+ * in float32 inside. Where the CPU has AVX512-BF16 (checked at run time, not assumed by the
+ * build), narrowing uses its vcvtneps2bf16, which flushes subnormals and keeps NaN payloads:
+ * blocks holding those take the portable path, so both give the same bits. */
+#include <stdlib.h>
+#include <string.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define SF_BF16_SIMD 1
+#endif
+
+static inline uint16_t bf16_round(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    uint32_t nan = ((u >> 16) & 0x8000u) | 0x7fc0u;
+    return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? nan : r);
+}
+
+static inline float bf16_widen(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static void narrow_portable(const float *restrict x, uint16_t *restrict out, ptrdiff_t n) {
+    for (ptrdiff_t i = 0; i < n; i++) out[i] = bf16_round(x[i]);
+}
+
+static int bf16_simd_on = -1; /* -1: not decided yet; 0 off; 1 on */
+
+#ifdef SF_BF16_SIMD
+__attribute__((target("avx512bf16,avx512f,avx512vl")))
+static void narrow_avx512bf16(const float *restrict x, uint16_t *restrict out, ptrdiff_t n) {
+    const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff);
+    const __m512i exp_mask = _mm512_set1_epi32(0x7f800000);
+    ptrdiff_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 v = _mm512_loadu_ps(x + i);
+        __m512i u = _mm512_castps_si512(v);
+        __m512i e = _mm512_and_si512(u, exp_mask);
+        __m512i a = _mm512_and_si512(u, abs_mask);
+        /* lanes the instruction rounds differently: NaN (payload kept) and subnormals */
+        __mmask16 odd = _mm512_cmpgt_epu32_mask(a, exp_mask) |
+                        (_mm512_cmpeq_epi32_mask(e, _mm512_setzero_si512()) &
+                         _mm512_cmpneq_epi32_mask(a, _mm512_setzero_si512()));
+        if (odd) {
+            narrow_portable(x + i, out + i, 16);
+        } else {
+            __m256bh h = _mm512_cvtneps_pbh(v);
+            _mm256_storeu_si256((__m256i *)(out + i), (__m256i)h);
+        }
+    }
+    narrow_portable(x + i, out + i, n - i);
+}
+#endif
+
+/* Turn the AVX512-BF16 path on (1, where the CPU has it) or off (0: the portable one, for
+ * tests); -1 only asks. Returns whether it is in use. */
+int bf16_simd(int enable) {
+    int have = 0;
+#ifdef SF_BF16_SIMD
+    __builtin_cpu_init();
+    have = __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512vl");
+#endif
+    if (enable >= 0 || bf16_simd_on < 0) bf16_simd_on = have && enable != 0;
+    return bf16_simd_on;
+}
+
+void f32_to_bf16(const float *restrict x, uint16_t *restrict out, ptrdiff_t n) {
+    if (bf16_simd_on < 0) bf16_simd(-1);
+#ifdef SF_BF16_SIMD
+    if (bf16_simd_on) {
+        narrow_avx512bf16(x, out, n);
+        return;
+    }
+#endif
+    narrow_portable(x, out, n);
+}
+
+void bf16_to_f32(const uint16_t *restrict x, float *restrict out, ptrdiff_t n) {
+    for (ptrdiff_t i = 0; i < n; i++) out[i] = bf16_widen(x[i]);
+}
+
+#define SF_BLOCK 2048 /* elements of float32 scratch per block: 8 KiB, stays in L1 */
+
+/* interp_times_f32 on bf16 arrays (times may be NULL): out = round(table(x) * times) */
+void interp_times_bf16(const uint16_t *restrict x, const uint16_t *restrict times,
+                       const float *restrict values, const float *restrict slopes,
+                       uint16_t *restrict out, ptrdiff_t n, float steps, float offset) {
+    float xs[SF_BLOCK], ts[SF_BLOCK], os[SF_BLOCK];
+    for (ptrdiff_t a = 0; a < n; a += SF_BLOCK) {
+        ptrdiff_t k = n - a < SF_BLOCK ? n - a : SF_BLOCK;
+        bf16_to_f32(x + a, xs, k);
+        if (times) bf16_to_f32(times + a, ts, k);
+        interp_times_f32(xs, times ? ts : NULL, values, slopes, os, k, steps, offset);
+        f32_to_bf16(os, out + a, k);
+    }
+}
+
+/* softmax (log_softmax when log) over rows of n bf16 values into out. softmax is
+ * softmax_rows_f32 on each widened row; log_softmax is (x - max) - log(sum exp(x - max)).
+ * Returns -1, or (log_softmax only) the first row whose max is not finite, before writing
+ * anything: the caller's NumPy path handles rows with inf or NaN. -2: out of memory. */
+ptrdiff_t softmax_rows_bf16(const uint16_t *restrict x, uint16_t *restrict out,
+                            ptrdiff_t rows, ptrdiff_t n, int log) {
+    if (log) {
+        for (ptrdiff_t r = 0; r < rows; r++) {
+            const uint16_t *row = x + r * n;
+            float m = -INFINITY;
+            for (ptrdiff_t j = 0; j < n; j++) {
+                float v = bf16_widen(row[j]);
+                m = v > m ? v : m;
+            }
+            int nan = 0;
+            for (ptrdiff_t j = 0; j < n; j++) nan |= (row[j] & 0x7fff) > 0x7f80;
+            if (!(m > -INFINITY && m < INFINITY) || nan) return r;
+        }
+    }
+    float *buf = malloc((size_t)n * sizeof(float));
+    if (!buf) return -2;
+    for (ptrdiff_t r = 0; r < rows; r++) {
+        bf16_to_f32(x + r * n, buf, n);
+        if (log) {
+            float m = -INFINITY, s = 0.0f;
+#pragma omp simd reduction(max : m)
+            for (ptrdiff_t j = 0; j < n; j++) m = buf[j] > m ? buf[j] : m;
+#pragma omp simd reduction(+ : s)
+            for (ptrdiff_t j = 0; j < n; j++) s += exp_nonpositive(buf[j] - m);
+            float ls = logf(s);
+#pragma omp simd
+            for (ptrdiff_t j = 0; j < n; j++) buf[j] = (buf[j] - m) - ls;
+        } else {
+            softmax_rows_f32(buf, 1, n, 1.0f, 0, 0);
+        }
+        f32_to_bf16(buf, out + r * n, n);
+    }
+    free(buf);
+    return -1;
+}
+
+/* layer_norm_f32 on bf16 rows: w and b in float32 (the caller widens them once), mean and
+ * rstd in float32 as PyTorch keeps them; out rounded to bf16. Returns 0, or -2 when out of
+ * memory. */
+int layer_norm_bf16(const uint16_t *restrict x, const float *restrict w,
+                    const float *restrict b, uint16_t *restrict out, float *restrict mean,
+                    float *restrict rstd, ptrdiff_t rows, ptrdiff_t n, float eps, int rms) {
+    float *buf = malloc(2 * (size_t)n * sizeof(float));
+    if (!buf) return -2;
+    for (ptrdiff_t r = 0; r < rows; r++) {
+        bf16_to_f32(x + r * n, buf, n);
+        layer_norm_f32(buf, w, b, buf + n, mean ? mean + r : NULL, rstd + r, 1, n, eps, rms);
+        f32_to_bf16(buf + n, out + r * n, n);
+    }
+    free(buf);
+    return 0;
+}

@@ -14,6 +14,7 @@ import ctypes
 import os
 from importlib.util import find_spec
 
+import ml_dtypes
 import numpy as np
 
 _F32 = np.dtype(np.float32)
@@ -28,8 +29,16 @@ _SIGNATURES = {
     "softmax_backward_f32": [_P, _P, _P, _N, _N, _F],
     "cross_entropy_f32": [_P, _P, _P, _N, _N, ctypes.c_int64, _P, _P],
     "cross_entropy_backward_f32": [_P, _P, _P, _P, _N, _N, ctypes.c_int64, _F],
+    # bfloat16 (the section at the end of this file)
+    "bf16_simd": [_I],
+    "f32_to_bf16": [_P, _P, _N],
+    "bf16_to_f32": [_P, _P, _N],
+    "interp_times_bf16": [_P] * 5 + [_N, _F, _F],
+    "softmax_rows_bf16": [_P, _P, _N, _N, _I],
+    "layer_norm_bf16": [_P] * 6 + [_N, _N, _F, _I],
 }
-_RESTYPES = {"cross_entropy_f32": _N, "cross_entropy_backward_f32": _N}
+_RESTYPES = {"cross_entropy_f32": _N, "cross_entropy_backward_f32": _N, "bf16_simd": _I,
+             "softmax_rows_bf16": _N, "layer_norm_bf16": _I}
 _state: dict = {"lib": None, "loaded": False, "enabled": True, "refused": None}
 _SOURCE_FILE = os.path.join(os.path.dirname(__file__), "kernels.c")
 
@@ -253,3 +262,86 @@ def cross_entropy_backward(x2: np.ndarray, t: np.ndarray, lse: np.ndarray, ignor
     bad = lib.cross_entropy_backward_f32(address(x2), address(t), address(lse), address(dx),
                                          x2.shape[0], x2.shape[1], ignore_index, scale)
     return None if bad >= 0 else dx
+
+
+# ---- bfloat16: C-contiguous ml_dtypes.bfloat16 arrays, computed in float32, rounded once --
+_BF16 = np.dtype(ml_dtypes.bfloat16)
+
+
+def _ok16(*arrays) -> bool:
+    return all(a.dtype == _BF16 and a.flags.c_contiguous for a in arrays)
+
+
+def bf16_simd(enable: bool | None = None) -> bool:
+    """Whether float32 -> bfloat16 rounding uses AVX512-BF16 (where the CPU has it); False
+    turns it off (tests compare both paths), True back on, None only asks."""
+    lib = _lib()
+    if lib is None:
+        return False
+    return bool(lib.bf16_simd(-1 if enable is None else int(enable)))
+
+
+def f32_to_bf16(x: np.ndarray) -> np.ndarray | None:
+    """x (float32) rounded to bfloat16, nearest even, NaN kept (ml_dtypes' bits)."""
+    lib = _lib()
+    if lib is None or not _ok(x):
+        return None
+    out = np.empty(x.shape, _BF16)
+    lib.f32_to_bf16(address(x), address(out), x.size)
+    return out
+
+
+def bf16_to_f32(x: np.ndarray) -> np.ndarray | None:
+    """x (bfloat16) widened to float32 (exact)."""
+    lib = _lib()
+    if lib is None or not _ok16(x):
+        return None
+    out = np.empty(x.shape, _F32)
+    lib.bf16_to_f32(address(x), address(out), x.size)
+    return out
+
+
+def interp_times_bf16(x: np.ndarray, times: np.ndarray | None, values: np.ndarray,
+                      slopes: np.ndarray, steps: float, offset: float) -> np.ndarray | None:
+    """interp_times for bfloat16 x (and times): the float32 kernel's values, rounded."""
+    lib = _lib()
+    if lib is None or not _ok16(x) or not _ok(values, slopes) or (times is not None and (
+            times.shape != x.shape or not _ok16(times))):
+        return None
+    out = np.empty(x.shape, _BF16)
+    lib.interp_times_bf16(address(x), None if times is None else address(times),
+                          address(values), address(slopes), address(out), x.size, steps,
+                          offset)
+    return out
+
+
+def softmax_rows_bf16(x2: np.ndarray, log: bool) -> np.ndarray | None:
+    """softmax (or log_softmax) of each row of bfloat16 x2 [rows, n], computed in float32;
+    None where NumPy must do it (log_softmax of a row with inf or NaN)."""
+    lib = _lib()
+    if lib is None or x2.ndim != 2 or x2.shape[1] == 0 or not _ok16(x2):
+        return None
+    out = np.empty(x2.shape, _BF16)
+    bad = lib.softmax_rows_bf16(address(x2), address(out), x2.shape[0], x2.shape[1],
+                                int(log))
+    return out if bad == -1 else None
+
+
+def layer_norm_bf16(x2: np.ndarray, w: np.ndarray | None, b: np.ndarray | None, eps: float,
+                    rms: bool) -> tuple[np.ndarray, np.ndarray | None, np.ndarray] | None:
+    """layer_norm for bfloat16 rows x2 [rows, n] with float32 w, b: (out in bfloat16,
+    mean [rows, 1] or None, rstd [rows, 1] in float32)."""
+    lib = _lib()
+    if lib is None or x2.ndim != 2 or x2.shape[1] == 0 or not _ok16(x2) \
+            or not _ok(*(a for a in (w, b) if a is not None)):
+        return None
+    rows, n = x2.shape
+    out = np.empty((rows, n), _BF16)
+    mean = None if rms else np.empty((rows, 1), _F32)
+    rstd = np.empty((rows, 1), _F32)
+    if lib.layer_norm_bf16(address(x2), None if w is None else address(w),
+                           None if b is None else address(b), address(out),
+                           None if mean is None else address(mean), address(rstd), rows, n,
+                           eps, int(rms)):
+        return None
+    return out, mean, rstd

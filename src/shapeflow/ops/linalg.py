@@ -52,6 +52,7 @@ class Matmul(Op):
 
     name = "matmul"
     dot = False  # set by infer
+    fold = False  # infer: a is batched and b a matrix, so b's gradient is one 2-D product
 
     def infer(self, a, b):
         sa, sb = a.shape, b.shape
@@ -70,6 +71,7 @@ class Matmul(Op):
             return (m, n), dt
         if a.dtype is not b.dtype or not dims_equal(sa[-1], sb[-2]):
             check_matmul(a, b)
+        self.fold = len(sb) == 2
         batch = broadcast_shapes(tuple(sa[:-2]), tuple(sb[:-2]), "matmul (batch dims)")
         return tuple(batch) + (sa[-2], sb[-1]), a.dtype
 
@@ -85,6 +87,12 @@ class Matmul(Op):
         saved = list(self.saved_tensors)
         b = saved.pop(0) if self.needs_grad(0) else None
         a = saved.pop(0) if self.needs_grad(1) else None
+        if a is not None and self.fold:
+            # b [k, n] met every matrix of a: one [k, rows] @ [rows, n] product sums them in
+            # the accumulator (as PyTorch folds them), not after rounding each one
+            k, n = a.shape[-1], g.shape[-1]
+            return (g @ b.mT if b is not None else None,
+                    a.reshape(-1, k).mT @ g.reshape(-1, n))
         # the engine sums over batch dims an operand was broadcast along
         return (g @ b.mT if b is not None else None, a.mT @ g if a is not None else None)
 

@@ -24,6 +24,14 @@ def _scaled_sum(input: Tensor, prod: Tensor, beta, alpha) -> Tensor:  # noqa: A0
 
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:  # noqa: A002
     """beta * input + alpha * (mat1 @ mat2), for matrices (input broadcasts)."""
+    if (beta == 1 and alpha == 1 and input.ndim == 1 and mat1.ndim == 2 and mat2.ndim == 2
+            and input.dtype is mat1.dtype is mat2.dtype and mat1.shape[1] == mat2.shape[0]
+            and input.shape[0] == mat2.shape[1]):
+        # a row bias: one gemm that starts from it and rounds once (PyTorch's addmm), not
+        # a rounded product plus the bias (two roundings in bfloat16/float16)
+        from ..nn.linear import linear  # here: ops.nn imports this module
+
+        return linear(mat1, mat2.mT, input)
     return _scaled_sum(input, mm(mat1, mat2), beta, alpha)
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ... import dtypes as _dt
 from ...backend import gemm
 from ...errors import DTypeError, ShapeRuntimeError
@@ -95,12 +97,20 @@ class Linear(Op):
             gw = Tensor._make(None if g2 is None else gemm.matmul(g2.T, x2), (out_f, in_f),
                               dt, dev)
         if self.has_bias:
-            gb = Tensor._make(None if g2 is None else col_sums(g2), (out_f,), dt, dev)
+            gb = Tensor._make(None if g2 is None else _bias_grad(g2), (out_f,), dt, dev)
             return gx, gw, gb
         return gx, gw
 
 
-_DIRECT_DTYPES = (_dt.float32, _dt.float64)
+# bfloat16/float16: gemm.matmul accumulates in float32 and rounds once, as PyTorch does
+_DIRECT_DTYPES = (_dt.float32, _dt.float64, _dt.bfloat16, _dt.float16)
+
+
+def _bias_grad(g2: np.ndarray) -> np.ndarray:
+    """The column sums of g2 [rows, out]: 16-bit floats summed in float32, rounded once."""
+    if g2.dtype.itemsize != 2:
+        return col_sums(g2)
+    return gemm.to_half(col_sums(gemm.to_f32(g2)), g2.dtype)
 
 
 def _linear_error(x, w):

@@ -25,9 +25,13 @@ class Cumsum(Op):
         dt = np.int64 if x.dtype.kind in "biu" else x.dtype
         if x.ndim == 0:
             return x.astype(dt)
+        # 16-bit floats run in float32 and round once per element, as PyTorch's do
+        acc = np.float32 if dt.itemsize == 2 and x.dtype.kind not in "biu" else dt
         if self.reverse:
-            return np.flip(np.cumsum(np.flip(x, self.d), axis=self.d, dtype=dt), self.d).copy()
-        return np.cumsum(x, axis=self.d, dtype=dt)
+            out = np.flip(np.cumsum(np.flip(x, self.d), axis=self.d, dtype=acc), self.d)
+            return out.astype(dt) if acc is not dt else out.copy()
+        out = np.cumsum(x, axis=self.d, dtype=acc)
+        return out if acc is dt else out.astype(dt)
 
     def backward(self, g):
         return (apply(Cumsum(self.d, not self.reverse), g),)

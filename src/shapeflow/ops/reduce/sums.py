@@ -28,6 +28,9 @@ class Sum(Reduction):
             out = sum_over(x, self.dims, self.keepdim)
             if out is not None:
                 return out
+        if dt.itemsize == 2 and dt.kind not in "iu":  # bfloat16/float16: a float32 sum, as
+            return np.asarray(np.sum(x, axis=self.dims, keepdims=self.keepdim,  # PyTorch's
+                                     dtype=np.float32)).astype(dt)
         return np.sum(x, axis=self.dims, keepdims=self.keepdim, dtype=dt)
 
     def backward(self, g):
