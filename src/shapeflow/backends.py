@@ -8,7 +8,7 @@ Intel MKL (`pip install shapeflow[mkl]`, see backend/gemm.py).
 
 from __future__ import annotations
 
-__all__ = ["cuda", "cudnn", "get_float32_matmul_precision", "mkl", "mps",
+__all__ = ["cpu", "cuda", "cudnn", "get_float32_matmul_precision", "mkl", "mps",
            "set_float32_matmul_precision"]
 
 
@@ -69,6 +69,26 @@ class _Mkl(_Flags):
         return gemm.backend() == "mkl"
 
 
+class _Cpu(_Flags):
+    """The CPU's instruction sets: `get_cpu_capability()` as torch's, `features()` for the
+    low-precision units (avx512_bf16, avx512_fp16, amx_bf16, amx_int8, avx512_vnni...)."""
+
+    @staticmethod
+    def get_cpu_capability() -> str:
+        """'AVX512', 'AVX2' or 'DEFAULT' (the vector width shapeflow's kernels assume)."""
+        from .backend import cpu
+
+        return cpu.get_cpu_capability()
+
+    @staticmethod
+    def features() -> dict[str, bool]:
+        """{feature: present}, e.g. features()['avx512_bf16'] (see backend/cpu.py)."""
+        from .backend import cpu
+
+        return cpu.features()
+
+
+cpu = _Cpu()
 cuda = _Cuda()
 cudnn = _Cudnn()
 mps = _Mps()

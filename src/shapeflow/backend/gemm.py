@@ -79,6 +79,15 @@ def backend() -> str:
     return "mkl" if _GEMM else "numpy"
 
 
+def half_backend() -> str:
+    """How bfloat16/float16 products run: MKL's 16-bit gemm, or float32 copies + np.matmul."""
+    if not _state["loaded"]:
+        _load()
+    if _HALF_GEMM[_BF16] is not None:
+        return "mkl gemm_bf16bf16f32/f16f16f32 (float32 accumulate)"
+    return "through float32 (np.matmul)"
+
+
 def _operand(a: np.ndarray) -> tuple[int, int, np.ndarray] | None:
     """(transpose flag, leading dim, array) that describes a to cblas without a copy."""
     item = a.itemsize
@@ -144,28 +153,9 @@ def matmul_acc(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
                1.0, address(out), oo[1])
             return
     if a.dtype in _HALF_GEMM:  # float32 sum, one rounding (as PyTorch's addmm_)
-        out[...] = to_half(out.astype(_F32) + _half_f32(a, b, None), out.dtype)
+        out[...] = kernels.narrow(out.astype(_F32) + _half_f32(a, b, None), out.dtype)
         return
     out += a @ b
-
-
-def to_half(x32: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """float32 -> bfloat16 or float16, rounded to nearest even (the compiled kernel for
-    bfloat16 where it is built)."""
-    if dtype == _BF16:
-        out = kernels.f32_to_bf16(x32)
-        if out is not None:
-            return out
-    return x32.astype(dtype)
-
-
-def to_f32(x: np.ndarray) -> np.ndarray:
-    """A 16-bit float array widened to float32 (exact)."""
-    if x.dtype == _BF16:
-        out = kernels.bf16_to_f32(x)
-        if out is not None:
-            return out
-    return x.astype(_F32)
 
 
 def half_matmul(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
@@ -175,7 +165,7 @@ def half_matmul(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None = None) ->
     if b.dtype != dtype or (bias is not None and bias.dtype != dtype):
         raise TypeError(f"half_matmul: operands must share one 16-bit dtype, got {a.dtype}, "
                         f"{b.dtype}" + ("" if bias is None else f" and {bias.dtype}"))
-    return to_half(_half_f32(a, b, bias), dtype)
+    return kernels.narrow(_half_f32(a, b, bias), dtype)
 
 
 def _half_f32(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
@@ -183,10 +173,10 @@ def _half_f32(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None) -> np.ndarr
     if not _state["loaded"]:
         _load()
     fn = _HALF_GEMM[a.dtype]
-    bias32 = None if bias is None else to_f32(bias)
+    bias32 = None if bias is None else kernels.widen(bias)
     if a.ndim < 2 or b.ndim < 2 or fn is None or a.shape[-2] * a.shape[-1] * b.shape[-1] \
             < MIN_MACS:
-        return _numpy(to_f32(a), to_f32(b), bias32)
+        return _numpy(kernels.widen(a), kernels.widen(b), bias32)
     if b.ndim == 2:  # [..., m, k] @ [k, n]: one gemm over all rows of a
         lead = a.shape[:-1]
         out = np.empty(lead + (b.shape[1],), _F32)

@@ -265,7 +265,7 @@ def cross_entropy_backward(x2: np.ndarray, t: np.ndarray, lse: np.ndarray, ignor
 
 
 # ---- bfloat16: C-contiguous ml_dtypes.bfloat16 arrays, computed in float32, rounded once --
-_BF16 = np.dtype(ml_dtypes.bfloat16)
+BF16 = _BF16 = np.dtype(ml_dtypes.bfloat16)
 
 
 def _ok16(*arrays) -> bool:
@@ -299,6 +299,25 @@ def bf16_to_f32(x: np.ndarray) -> np.ndarray | None:
     out = np.empty(x.shape, _F32)
     lib.bf16_to_f32(address(x), address(out), x.size)
     return out
+
+
+def narrow(x32: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """float32 -> bfloat16 or float16 (or any dtype), rounded to nearest even: the compiled
+    kernel for bfloat16 where it is built, else NumPy's cast."""
+    if dtype == _BF16:
+        out = f32_to_bf16(x32)
+        if out is not None:
+            return out
+    return x32.astype(dtype)
+
+
+def widen(x: np.ndarray) -> np.ndarray:
+    """A 16-bit float array as float32 (exact)."""
+    if x.dtype == _BF16:
+        out = bf16_to_f32(x)
+        if out is not None:
+            return out
+    return x.astype(_F32)
 
 
 def interp_times_bf16(x: np.ndarray, times: np.ndarray | None, values: np.ndarray,

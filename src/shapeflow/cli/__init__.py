@@ -7,11 +7,14 @@ import argparse
 
 def _version() -> str:
     from .. import __version__
-    from ..backend import buffers, gemm, kernels
+    from ..backend import buffers, cpu, gemm, kernels
 
+    casts = ("avx512_bf16" if kernels.bf16_simd() else
+             "compiled C" if kernels.available() else "ml_dtypes")
     return (f"shapeflow {__version__} (gemm: {gemm.backend()}, compiled kernels: "
             f"{'on' if kernels.available() else 'off'}, buffer cache: "
-            f"{'on' if buffers.enabled() else 'off'})")
+            f"{'on' if buffers.enabled() else 'off'})\n{cpu.describe()}\nbf16/fp16 matmul: "
+            f"{gemm.half_backend()}; bf16 casts: {casts}")
 
 
 class _Version(argparse.Action):

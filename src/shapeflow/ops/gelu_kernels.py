@@ -73,6 +73,10 @@ def blockwise(x: np.ndarray, name: str, times: np.ndarray | None = None) -> np.n
     out = kernels.interp_times(x, times, *table, float(STEPS), float(_OFFSET))
     if out is not None:  # float32: the same steps in one compiled pass, bit for bit
         return out
+    if x.dtype == kernels.BF16:  # the same float32 steps on the widened values, rounded once
+        out = kernels.interp_times_bf16(x, times, *table, float(STEPS), float(_OFFSET))
+        if out is not None:
+            return out
     flat = x.reshape(-1)
     factor = None if times is None else times.reshape(-1)
     n = flat.size

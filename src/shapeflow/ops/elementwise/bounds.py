@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...backend import kernels
 from ...dtypes import result_type
 from ...errors import ShapeError
 from ...tensor import Tensor
@@ -47,6 +48,7 @@ class Clamp(Op):
         for b in (self.lo, self.hi):
             if b is not None:
                 dt = result_type(x, b)
+        self.np_dtype = dt.np
         return x.shape, dt
 
     def saved(self, x, out):
@@ -54,7 +56,8 @@ class Clamp(Op):
 
     def forward(self, x):
         out = np.clip(x, self.lo, self.hi)
-        return out
+        # NumPy widens bfloat16 (or ints) clipped to Python floats: back to the op's dtype
+        return out if out.dtype == self.np_dtype else kernels.narrow(out, self.np_dtype)
 
     def backward(self, g):
         (x,) = self.saved_tensors

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from ... import dtypes as _dt
+from ...backend import kernels
 from ...dtypes import DType, promote_types, result_type
 from ..base import OUT, X0, Op
 
@@ -28,6 +29,8 @@ class ScalarOp(Op):
 
     def forward(self, x):
         npd = self.dt.np
+        if npd.itemsize == 2 and npd.kind not in "iu":  # bfloat16/float16
+            return self.half(x.astype(npd, copy=False), npd)
         if x.dtype != npd:
             x = x.astype(npd)
         try:
@@ -37,6 +40,18 @@ class ScalarOp(Op):
         if npd is _BOOL_NP and out.dtype != npd:  # bool ** True stays bool in PyTorch
             out = out.astype(npd)
         return out
+
+
+    # PyTorch's CPU kernels for 16-bit floats: mul and div take the number in float32,
+    # the others round it to the tensor's dtype first; all compute in float32, round once
+    opmath_scalar = False
+
+    def half(self, x, npd):
+        """fn on a bfloat16/float16 array, in float32, with PyTorch's scalar handling."""
+        c = self.c if self.opmath_scalar or type(self.c) is bool else \
+            float(np.asarray(self.c, np.float64).astype(npd))
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return kernels.narrow(np.asarray(self.fn(kernels.widen(x), c)), npd)
 
 
 def scalar_result_type(dt: DType, c) -> DType:
@@ -87,6 +102,7 @@ class RSubScalar(ScalarOp):
 class MulScalar(ScalarOp):
     name = "mul"
     fn = staticmethod(np.multiply)
+    opmath_scalar = True
 
     def backward(self, g):
         return (g * self.c,)
@@ -100,6 +116,7 @@ class _FloatScalar(ScalarOp):
 class DivScalar(_FloatScalar):
     name = "div"
     fn = _quiet(np.true_divide)
+    opmath_scalar = True
 
     def backward(self, g):
         return (g / self.c,)
@@ -108,6 +125,12 @@ class DivScalar(_FloatScalar):
 class RDivScalar(_FloatScalar):
     name = "rdiv"
     fn = _quiet(lambda x, c: np.true_divide(c, x))
+
+    def half(self, x, npd):
+        # PyTorch's c / x is x.reciprocal() * c: two roundings for 16-bit floats
+        with np.errstate(divide="ignore"):
+            r = kernels.narrow(np.asarray(np.reciprocal(kernels.widen(x))), npd)
+        return kernels.narrow(np.asarray(kernels.widen(r) * np.float32(self.c)), npd)
 
     def saved(self, x, out):
         return (X0,)
@@ -129,6 +152,15 @@ class PowScalar(ScalarOp):
             raise DTypeRuntimeError("Integers to negative integer powers are not allowed.",
                                     op="pow", hint="use a float exponent (x ** -1.0)")
         return shape, dt
+
+    def half(self, x, npd):
+        if npd == kernels.BF16 and (self.c == 3 or self.c == -2):  # as PyTorch: x*x*x, 1/(x*x)
+            w = kernels.widen
+            sq = w(kernels.narrow(w(x) * w(x), npd))
+            with np.errstate(divide="ignore", over="ignore"):
+                out = sq * w(x) if self.c == 3 else np.float32(1) / sq
+            return kernels.narrow(out, npd)
+        return ScalarOp.half(self, x, npd)
 
     def saved(self, x, out):
         return (X0,)

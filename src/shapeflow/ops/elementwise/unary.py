@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import dtypes as _dt
+from ...backend import kernels
 from ...errors import DTypeError
 from ...tensor import Tensor, describe
 from ..base import OUT, OUT_ACT, X0, Op, apply
@@ -19,8 +20,13 @@ class Unary(Op):
         return x.shape, _float_dtype(x)
 
     def forward(self, x):
-        if x.dtype.kind != "f" and x.dtype.name != "bfloat16":
-            x = x.astype(_dt.default_float.np)
+        dt = x.dtype
+        if dt.kind != "f" or dt.itemsize == 2:
+            if dt.kind != "f" and dt.name != "bfloat16":
+                x = x.astype(_dt.default_float.np)
+                dt = x.dtype
+            if dt.itemsize == 2:  # bfloat16/float16: every step in float32, rounded once
+                return kernels.narrow(np.asarray(self.fn(kernels.widen(x))), dt)
         return self.fn(x)
 
 

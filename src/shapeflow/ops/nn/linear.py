@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ... import dtypes as _dt
-from ...backend import gemm
+from ...backend import gemm, kernels
 from ...errors import DTypeError, ShapeRuntimeError
 from ...shape import dims_equal, format_shape, prod_dims
 from ...tensor import Tensor, describe
@@ -110,7 +110,7 @@ def _bias_grad(g2: np.ndarray) -> np.ndarray:
     """The column sums of g2 [rows, out]: 16-bit floats summed in float32, rounded once."""
     if g2.dtype.itemsize != 2:
         return col_sums(g2)
-    return gemm.to_half(col_sums(gemm.to_f32(g2)), g2.dtype)
+    return kernels.narrow(col_sums(kernels.widen(g2)), g2.dtype)
 
 
 def _linear_error(x, w):

@@ -77,6 +77,11 @@ def _softmax_np(x: np.ndarray, axis: int, log: bool, out_dtype) -> np.ndarray:
     shape = x.shape
     if x.ndim == 0:
         x, axis = x.reshape(1), 0
+    if x.dtype == kernels.BF16 and axis == x.ndim - 1 and x.size and x.flags.c_contiguous:
+        # one compiled pass: each row widened, the float32 kernel, one rounding (as PyTorch)
+        out = kernels.softmax_rows_bf16(_as_rows(x, x.shape[-1]), log)
+        if out is not None:
+            return out.reshape(shape)
     cdt = _compute_np(_dt.from_numpy_dtype(x.dtype))
     if x.dtype != cdt:
         x = x.astype(cdt)
