@@ -21,14 +21,15 @@ def _pair(rng, shape, sdt, tdt, requires_grad=True):
     return s, t
 
 
-def _close(s, t, sdt, ulps=1):
-    """s (shapeflow) within `ulps` of t (torch) in units of the dtype's spacing."""
+def _close(s, t, sdt, ulps=1, of_max=False):
+    """s (shapeflow) within `ulps` of t (torch) in units of the dtype's spacing (at each
+    value, or at the largest with of_max: for sums whose terms are far larger)."""
     assert s.dtype is sdt
     got = s.detach().float().numpy().astype(np.float64)
     ref = t.detach().float().numpy().astype(np.float64)
     assert got.shape == ref.shape
     eps = float(ml_dtypes.finfo(sdt.np).eps)
-    scale = np.maximum(np.abs(ref), np.abs(ref).max() * 2.0**-8)
+    scale = np.maximum(np.abs(ref), np.abs(ref).max() * (1.0 if of_max else 2.0**-8))
     assert (np.abs(got - ref) <= ulps * eps * scale).all(), np.abs(got - ref).max()
 
 
@@ -116,3 +117,35 @@ def test_products_keep_the_array_dtype(sdt, tdt, rng):
     b, _ = _pair(rng, (9, 4), sdt, tdt, requires_grad=False)
     for out in (a @ b, a[0] @ b, sf.einsum("bij,jk->bik", a, b)):
         assert out.dtype is sdt and out.data.dtype == sdt.np
+
+
+@pytest.mark.parametrize("sdt,tdt", DTYPES)
+def test_conv2d_products_in_16_bit(sdt, tdt, rng):
+    x, tx = _pair(rng, (2, 3, 12, 12), sdt, tdt)
+    w, tw = _pair(rng, (8, 3, 3, 3), sdt, tdt)
+    out = F.conv2d(x, w, padding=1)
+    tout = torch.nn.functional.conv2d(tx, tw, padding=1)
+    assert out.data.dtype == sdt.np
+    _close(out, tout, sdt)
+    out.float().sum().backward()
+    tout.float().sum().backward()
+    _close(w.grad, tw.grad, sdt)
+    # PyTorch's float16 input gradient rounds an intermediate (further from the float64
+    # result than ours, which rounds once): two units apart at most
+    _close(x.grad, tx.grad, sdt, ulps=2, of_max=True)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_in_bf16_within_bf16_tolerance(causal, rng):
+    q, tq = _pair(rng, (2, 4, 16, 32), sf.bfloat16, torch.bfloat16)
+    k, tk = _pair(rng, (2, 4, 16, 32), sf.bfloat16, torch.bfloat16)
+    v, tv = _pair(rng, (2, 4, 16, 32), sf.bfloat16, torch.bfloat16)
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    tout = torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=causal)
+    assert out.dtype is sf.bfloat16 and out.data.dtype == sf.bfloat16.np
+    # the scores are rounded to bf16 before the softmax here (PyTorch's CPU kernel keeps
+    # them in float32): a few units in the last place of the output's scale
+    _close(out, tout, sf.bfloat16, ulps=1, of_max=True)
+    out.float().sum().backward()
+    tout.float().sum().backward()
+    _close(q.grad, tq.grad, sf.bfloat16, ulps=2, of_max=True)

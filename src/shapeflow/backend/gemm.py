@@ -158,6 +158,14 @@ def matmul_acc(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
     out += a @ b
 
 
+def matmul_nd(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """np.matmul (any rank, batch dims broadcast), except that bfloat16/float16 operands go
+    through half_matmul: no product reaches NumPy's 16-bit loops."""
+    if a.dtype in _HALF_GEMM:
+        return half_matmul(a, b)
+    return np.matmul(a, b)
+
+
 def half_matmul(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
     """a @ b (+ bias) for bfloat16/float16 operands of any rank >= 1 (batch dims broadcast):
     float32 accumulate, the bias added in float32, one rounding to the operands' dtype."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from ...backend import gemm
 from ...errors import DTypeError, ShapeError, ShapeRuntimeError
 from ...shape import dims_equal, format_shape
 from ...tensor import Tensor, describe
@@ -211,17 +212,17 @@ def _conv_forward(spec: _ConvSpec, x, w, b=None) -> np.ndarray:
     oh, ow = spec.out_hw(x.shape[2], x.shape[3], kh, kw)
     if spec.channels_last(x, kh, kw):
         if kh == kw == 1 and spec.stride == (1, 1) and not any(spec.pads):
-            out = np.matmul(w.reshape(O, Cg), x.reshape(N, Cg, oh * ow))  # no copy of x
+            out = gemm.matmul_nd(w.reshape(O, Cg), x.reshape(N, Cg, oh * ow))  # no copy of x
         else:
             w2 = np.ascontiguousarray(w.transpose(0, 2, 3, 1)).reshape(O, kh * kw * Cg)
             # one small matmul per image, written straight into [N, O, oh*ow]
-            out = np.matmul(w2, spec.cols_nhwc(x, kh, kw).transpose(0, 2, 1))
+            out = gemm.matmul_nd(w2, spec.cols_nhwc(x, kh, kw).transpose(0, 2, 1))
         out = out.reshape(N, O, oh, ow)
         if b is not None:
             out += b.reshape(O, 1, 1)
         return out
     cols = spec.cols(x, kh, kw)                                  # [G, Cg*kh*kw, N*oh*ow]
-    out = np.matmul(w.reshape(G, O // G, Cg * kh * kw), cols)    # [G, O/G, N*oh*ow]
+    out = gemm.matmul_nd(w.reshape(G, O // G, Cg * kh * kw), cols)    # [G, O/G, N*oh*ow]
     out = np.ascontiguousarray(out.reshape(O, N, oh, ow).transpose(1, 0, 2, 3))
     if b is not None:
         out += b.reshape(O, 1, 1)
@@ -266,7 +267,7 @@ class Conv2dInputBackward(Op):
             return _conv_forward(full, g, np.ascontiguousarray(wf).reshape(G * Cg, O // G,
                                                                             kh, kw))
         g_t = np.ascontiguousarray(g.transpose(1, 0, 2, 3)).reshape(G, O // G, -1)
-        dcols = np.matmul(w.reshape(G, O // G, Cg * kh * kw).transpose(0, 2, 1), g_t)
+        dcols = gemm.matmul_nd(w.reshape(G, O // G, Cg * kh * kw).transpose(0, 2, 1), g_t)
         return self.spec.col2im(dcols, self.x_shape, kh, kw)
 
     def backward(self, gg):
@@ -302,11 +303,11 @@ class Conv2dWeightBackward(Op):
             K = kh * kw * Cg
             cols = self.spec.cols_nhwc(x, kh, kw).reshape(-1, K)          # [N*L, K]
             g_t = np.ascontiguousarray(g.transpose(1, 0, 2, 3)).reshape(O, -1)
-            dw = np.matmul(g_t, cols).reshape(O, kh, kw, Cg)
+            dw = gemm.matmul_nd(g_t, cols).reshape(O, kh, kw, Cg)
             return np.ascontiguousarray(dw.transpose(0, 3, 1, 2))
         cols = self.spec.cols(x, kh, kw)                                  # [G, CKg, N*L]
         g_t = np.ascontiguousarray(g.transpose(1, 0, 2, 3)).reshape(G, O // G, -1)
-        dw = np.matmul(g_t, cols.transpose(0, 2, 1))                      # [G, O/G, CKg]
+        dw = gemm.matmul_nd(g_t, cols.transpose(0, 2, 1))                      # [G, O/G, CKg]
         return dw.reshape(self.w_shape)
 
     def backward(self, gw):

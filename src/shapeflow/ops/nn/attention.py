@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ... import dtypes as _dt
-from ...backend import kernels
+from ...backend import gemm, kernels
 from ...errors import DTypeError, ShapeError, ShapeRuntimeError
 from ...random import get_rng
 from ...shape import broadcast_shapes, dims_equal, format_shape
@@ -100,7 +100,7 @@ class Attention(Op):
         return kept
 
     def forward(self, q, k, v, mask=None):
-        s = np.matmul(q, np.swapaxes(k, -1, -2))
+        s = gemm.matmul_nd(q, np.swapaxes(k, -1, -2))
         L, S = s.shape[-2:]
         if not (mask is None and s.size and kernels.softmax_rows(
                 _as_rows(s, S), self.scale, L if self.is_causal else 0, True)):
@@ -112,8 +112,8 @@ class Attention(Op):
             pd = np.multiply(s, keep, out=r if s.dtype == np.float32 else None)
             pd *= pd.dtype.type(1.0 / (1.0 - self.p) if self.p < 1 else 0.0)
             self.keep, self.dropped = keep, pd
-            return np.matmul(pd, v)
-        return np.matmul(s, v)
+            return gemm.matmul_nd(pd, v)
+        return gemm.matmul_nd(s, v)
 
     def _softmax_numpy(self, s: np.ndarray, mask) -> None:
         """softmax(s * scale + mask) in place, in NumPy passes."""
