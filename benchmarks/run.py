@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))  # the PyTorch twins the model tests check against
 import torch  # noqa: E402
 
 import shapeflow as sf  # noqa: E402
-from benchmarks import numpy_gpt, numpy_mlp, tinygrad_mlp  # noqa: E402
+from benchmarks import bf16_gemm, numpy_gpt, numpy_mlp, tinygrad_mlp  # noqa: E402
 from shapeflow.backend import buffers, gemm, kernels  # noqa: E402
 from shapeflow.models import GPT, MLP, CharLSTM, ResNet, ViT  # noqa: E402
 from shapeflow.nn import functional as F  # noqa: E402
@@ -333,6 +333,7 @@ def main(argv=None) -> int:
               f"throughput x{g['sf_scaling']:.2f} of one rank")
         if g["ddp_ratio"] > 1.1:
             failed.append("gpt_ddp")
+    results["bf16_gemm"] = bf16_gemm.report(q)
     results.update(sgemm_flops=flops, mlp_flops=mlp_rate, plan_175b=plan, import_s=imports,
                    two_ranks=two, missed=failed)
     Path(args.json).write_text(json.dumps(results, indent=2))
