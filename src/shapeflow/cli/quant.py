@@ -33,6 +33,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from ..errors import ShapeflowError
+    from ..quant import get_scheme
     from ..quant.report import report
     from ..quant.report_view import _width
     from ._inputs import check_positive
@@ -42,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
         raise ShapeflowError(f"quant: unknown model {args.model!r}",
                              hint=f"use one of {', '.join(MODELS)}")
     check_positive(epochs=args.epochs)
+    get_scheme(args.scheme)  # an unknown scheme is said before any training
     console = Console(highlight=False, width=_width())
     if args.model == "gpt":
         subject = gpt_subject(args.checkpoint, args.seed)

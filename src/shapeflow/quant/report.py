@@ -306,9 +306,9 @@ class QuantReport:
                 "left_float": dict(self.left_float)}
 
     def __rich__(self):
-        from .report_view import renderables
-
         from rich.console import Group
+
+        from .report_view import renderables
 
         return Group(*renderables(self))
 
