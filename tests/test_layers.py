@@ -41,7 +41,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # what porting from PyTorch meets: torch's names and device questions, einops' backend
     ("porting", ("_porting", "_torch_names", "compat", "cuda", "backends", "accelerator",
                  "ext")),
-    ("models, io, cli", ("models", "io", "cli", "__main__", "_docs", "")),
+    # quant's modules are nn Modules, its checkpoints go through io, and its report
+    # (quant.report) reads inspect: it sits with io
+    ("models, io, cli", ("models", "io", "cli", "__main__", "_docs", "quant", "")),
 )
 
 

@@ -63,7 +63,7 @@ _LAZY = {
     "memory": ".inspect.memory", "onnx": ".io.onnx", "linalg": ".linalg",
     "distributed": ".distributed", "cuda": ".cuda", "backends": ".backends",
     "accelerator": ".accelerator", "compat": ".compat",
-    "utils": ".utils",
+    "utils": ".utils", "quant": ".quant",
 }
 _LAZY_ATTRS = {"graph": ".inspect.graph", "Graph": ".inspect.graph"}  # subprocess: not at import
 _LAZY_ATTRS.update(dict.fromkeys(

@@ -1,4 +1,4 @@
-"""The `shapeflow` command: demo, train, summary, memory, graph, run."""
+"""The `shapeflow` command: demo, train, summary, memory, graph, run, quant."""
 
 from __future__ import annotations
 
@@ -27,13 +27,13 @@ class _Version(argparse.Action):
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser for `shapeflow [--version] COMMAND ...`, each subcommand from its module."""
-    from . import demo, graph, memory, run, summary, train
+    from . import demo, graph, memory, quant, run, summary, train
 
     p = argparse.ArgumentParser(prog="shapeflow", description=__doc__)
     p.add_argument("--version", action=_Version, nargs=0,
                    help="the version and which native parts of the cpu backend are in use")
     sub = p.add_subparsers(dest="command", required=True)
-    for command in (demo, train, summary, memory, graph, run):
+    for command in (demo, train, summary, memory, graph, run, quant):
         command.add_parser(sub)
     return p
 

@@ -41,6 +41,33 @@ class KVCache:
         first = self.layers[0]
         return 0 if first is None else first[0].shape[2]
 
+    def update(self, layer: int, k, v):
+        """Append this step's keys and values; (all keys, all values, tokens before)."""
+        prev = self.layers[layer]
+        if prev is None:
+            # buffers of their own: views of the qkv output would keep q alive with them
+            k, v, past = k.clone(), v.clone(), 0
+        else:
+            past = prev[0].shape[2]
+            k, v = cat([prev[0], k], dim=2), cat([prev[1], v], dim=2)
+        self.layers[layer] = (k, v)
+        return k, v, past
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the cache holds (keys and values of every layer)."""
+        return sum(t.nbytes for pair in self.layers if pair is not None for t in pair)
+
+
+def make_kv_cache(n_layer: int, dtype: str | None = None) -> KVCache:
+    """A float cache (dtype None: the activations' dtype) or one stored int8 / fp8 with a
+    scale per token and head ("int8", "fp8-e4m3", "fp8-e5m2")."""
+    if dtype is None:
+        return KVCache(n_layer)
+    from .kv_quant import QuantizedKVCache
+
+    return QuantizedKVCache(n_layer, dtype)
+
 
 class CausalSelfAttention(nn.Module):
     def __init__(self, config: GPTConfig, device=None) -> None:
@@ -65,14 +92,7 @@ class CausalSelfAttention(nn.Module):
         v = v.reshape(B, T, self.n_head, hs).transpose(1, 2)
         past = 0
         if cache is not None:
-            prev = cache.layers[layer]
-            if prev is None:
-                # buffers of their own: views of the qkv output would keep q alive with them
-                k, v = k.clone(), v.clone()
-            else:
-                past = prev[0].shape[2]
-                k, v = cat([prev[0], k], dim=2), cat([prev[1], v], dim=2)
-            cache.layers[layer] = (k, v)
+            k, v, past = cache.update(layer, k, v)
         p = self.dropout if self.training else 0.0
         if past == 0 and self.recompute_core and self.training and cache is None:
             from ..recompute import checkpoint
@@ -198,14 +218,17 @@ class GPT(nn.Module):
     @no_grad()
     def generate(self, idx, max_new_tokens: int, temperature: float = 1.0,
                  top_k: int | None = None, use_cache: bool = True, do_sample: bool = True,
-                 generator=None):
-        """Append max_new_tokens tokens; greedy when do_sample=False (or temperature == 0)."""
+                 generator=None, kv_cache_dtype: str | None = None):
+        """Append max_new_tokens tokens; greedy when do_sample=False (or temperature == 0).
+
+        `kv_cache_dtype` "int8", "fp8-e4m3" or "fp8-e5m2" stores the KV cache in that format
+        with a float32 scale per token and head (`sf.memory.kv_cache_bytes(..., dtype=)`)."""
         from ..random import get_rng
         from ..tensor import tensor
 
         rng = get_rng(generator)
         bs = self.config.block_size
-        cache = KVCache(self.config.n_layer) if use_cache else None
+        cache = make_kv_cache(self.config.n_layer, kv_cache_dtype) if use_cache else None
         tokens = idx.numpy().astype(np.int64)
         fed = 0  # tokens of `tokens` already in the cache
         for _ in range(max_new_tokens):
@@ -215,7 +238,7 @@ class GPT(nn.Module):
                 # no cache, or the window slid past block_size: positions shift, start over
                 window = tokens[:, -bs:]
                 if cache is not None:
-                    cache = KVCache(self.config.n_layer)
+                    cache = make_kv_cache(self.config.n_layer, kv_cache_dtype)
                 step_in, fed = window, 0
             logits, _ = self(tensor(step_in), cache=cache)
             fed = tokens.shape[1] if cache is not None else 0
