@@ -158,3 +158,40 @@ def test_zero2_accumulates_two_backwards_and_refuses_ddp(tmp_path):
     else:
         raise AssertionError("DDP under stage 2 not refused")
     """)
+
+
+@pytest.mark.parametrize("stage", [1, 2])
+def test_rank_zero_saves_a_checkpoint_every_rank_resumes_from(tmp_path, stage):
+    run_ranks(tmp_path, COMMON + f"""
+    import os
+
+    def train(base, opt, steps):
+        model = DDP(base) if {stage} == 1 else base
+        for s in steps:
+            opt.zero_grad()
+            loss_of(model, *shard(s)).backward()
+            opt.step()
+
+    def zero(base):
+        return ZeroRedundancyOptimizer(base.parameters(), sf.optim.AdamW, stage={stage},
+                                       lr=0.01, weight_decay=0.1)
+
+    base = make(0)
+    opt = zero(base)
+    train(base, opt, range(3))
+    opt.consolidate_state_dict(to=0)
+    if r == 0:  # one file, written atomically (a temporary renamed over the path)
+        sf.save({{"model": base.state_dict(), "optim": opt.state_dict()}}, "ckpt.safetensors")
+    dist.barrier()
+    assert os.listdir(".").count("ckpt.safetensors") == 1
+    ckpt = sf.load("ckpt.safetensors")
+    again = make(1)
+    again.load_state_dict(ckpt["model"])
+    opt2 = zero(again)
+    opt2.load_state_dict(ckpt["optim"])
+    assert opt2.state_bytes() == opt.state_bytes()
+    train(base, opt, range(3, 5))  # the run that went on, and the one resumed from disk
+    train(again, opt2, range(3, 5))
+    close([p.detach().numpy() for p in base.parameters()], again, 1e-15)  # bit for bit
+    close(reference(sf.optim.AdamW, lr=0.01, weight_decay=0.1), again, 1e-10)
+    """)

@@ -176,6 +176,31 @@ class ZeroRedundancyOptimizer:
                 state.setdefault(i, {})[k] = v
             self._consolidated = {"state": state, "param_groups": mine["param_groups"]}
 
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Load a consolidated state_dict (any rank's copy of rank `to`'s): each rank keeps
+        its own slice of every flat state buffer."""
+        state = {}
+        for i, values in state_dict["state"].items():
+            shard = self._shards[int(i)]
+            lo = self.rank * shard.per_rank
+            state[i] = {}
+            for k, v in values.items():
+                data = v.data if isinstance(v, Tensor) else np.asarray(v)
+                if data.size <= 1:  # step counters
+                    state[i][k] = v
+                    continue
+                if data.size != shard.numel:
+                    raise DistributedError(
+                        f"ZeroRedundancyOptimizer.load_state_dict: state {k!r} of group {i} "
+                        f"has {data.size} elements, the group's parameters {shard.numel}",
+                        hint="load a state_dict saved by consolidate_state_dict() for the "
+                        "same parameters")
+                full = np.zeros(shard.per_rank * self.world_size, data.dtype)
+                full[:data.size] = data.reshape(-1)
+                state[i][k] = from_numpy(full[lo:lo + shard.per_rank].copy())
+        self.optim.load_state_dict({"state": state,
+                                    "param_groups": state_dict["param_groups"]})
+
     def state_dict(self) -> dict:
         """The whole optimizer's state (flat per group), after consolidate_state_dict()."""
         if getattr(self, "_consolidated", None) is None:
