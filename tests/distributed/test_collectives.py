@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from tests.distributed.mpi_launch import run_ranks
@@ -60,6 +62,14 @@ def test_collectives_on_two_ranks(tmp_path):
         work = dist.all_reduce(w, async_op=True)
         work.wait()
         assert w.tolist() == [2.0] * 5 and work.is_completed()
+        outs, mine, c = sf.zeros(4), sf.full((2,), float(r)), sf.full((2, 2), r + 5.0)
+        works = [dist.all_gather_into_tensor(outs, mine, async_op=True),
+                 dist.reduce_scatter_tensor(rs, sf.arange(4, dtype=sf.float32), async_op=True),
+                 dist.broadcast(c, src=0, async_op=True)]
+        for wk in works:  # several in flight, waited in turn
+            wk.wait()
+        assert outs.tolist() == [0.0, 0.0, 1.0, 1.0] and c.tolist() == [[5.0] * 2] * 2
+        assert rs.tolist() == ([0.0, 2.0] if r == 0 else [4.0, 6.0]), rs
 
         view = sf.ones(4, 4)[:, 1]  # not contiguous: reduced through a copy, written back
         dist.all_reduce(view)
@@ -71,10 +81,18 @@ def test_collectives_on_two_ranks(tmp_path):
             assert "different shapes" in str(e), e
         else:
             raise AssertionError("mismatch not caught")
-        try:
-            dist.all_reduce(sf.ones(2, device="meta"))
-        except sf.DeviceError:
-            pass
+        try:  # the same for a reduce-scatter, whose input sizes differ by rank
+            dist.reduce_scatter_tensor(sf.zeros(2), sf.ones(4, 1 + r))
+        except sf.ShapeError as e:
+            assert "reduce_scatter_tensor" in str(e), e
+        else:
+            raise AssertionError("mismatch not caught")
+        try:  # a tensor only one rank cannot send: that rank's error, a ShapeError elsewhere
+            dist.all_reduce(sf.ones(2, device="meta" if r == 0 else "cpu"))
+        except (sf.DeviceError if r == 0 else sf.ShapeError) as e:
+            assert r == 0 or "rank(s) [0] rejected" in str(e), e
+        else:
+            raise AssertionError("one-sided error not shared")
         dist.barrier()
         print(f"rank {r} ok")
     """)
@@ -89,12 +107,16 @@ def test_an_exception_on_one_rank_aborts_all_ranks_quickly(tmp_path):
 
         dist.init_process_group()
         if dist.get_rank() == 1:
+            print(f"raised at {time.time()}", flush=True)
             raise ValueError("boom on rank one")
         dist.all_reduce(sf.ones(3))  # rank 0 would wait here forever without the abort
         time.sleep(60)
     """, timeout=60, check=False)
+    ended = time.time()
     assert proc.returncode != 0
     assert "[rank 1]" in proc.stderr and "boom on rank one" in proc.stderr
+    raised = float(proc.stdout.split("raised at ")[1].split()[0])
+    assert ended - raised < 10, ended - raised  # every rank gone within seconds
 
 
 def test_without_mpiexec_a_process_is_a_world_of_one():

@@ -107,29 +107,91 @@ def test_unused_parameters_need_find_unused_parameters(tmp_path):
     """)
 
 
-@pytest.mark.parametrize("stage", [1, 2])
-def test_zero_matches_adamw_and_keeps_the_planned_bytes(tmp_path, stage):
+@pytest.mark.parametrize("stage,cap", [(1, 25), (2, 25), (2, 0.0005)])
+def test_zero_matches_adamw_and_keeps_the_planned_bytes(tmp_path, stage, cap):
     run_ranks(tmp_path, COMMON + f"""
-    base = make(0)
+    base = make(r)  # ZeRO (and DDP) start every rank from rank 0's weights
     model = DDP(base) if {stage} == 1 else base  # stage 2 reduce-scatters the gradients itself
     opt = ZeroRedundancyOptimizer(base.parameters(), sf.optim.AdamW, stage={stage},
-                                  lr=0.01, weight_decay=0.1)
-    for s in range(5):
-        opt.zero_grad()
-        loss_of(model, *shard(s)).backward()
-        opt.step()
-    close(reference(sf.optim.AdamW, lr=0.01, weight_decay=0.1), base, 1e-10)
-
+                                  bucket_cap_mb={cap}, lr=0.01, weight_decay=0.1)
     numel = sum(p.numel() for p in base.parameters())
     plan = sf.memory.report(make(0).to("meta"), sf.empty(B, 5, dtype=sf.float64,
                             device="meta"), optimizer="adamw").plan(devices=n, zero={stage})
+    if {stage} == 2:
+        assert len(opt._grads.buckets) == (1 if {cap} == 25 else 3), len(opt._grads.buckets)
+    for s in range(5):
+        opt.zero_grad()
+        loss_of(model, *shard(s)).backward()
+        if {stage} == 2:  # after backward: this rank's slice of the averaged gradients only
+            assert all(p.grad is None for p in base.parameters())
+            assert opt.gradient_bytes() == plan.grads == -(-numel // n) * 8, (
+                opt.gradient_bytes(), plan.grads)
+        opt.step()
+    close(reference(sf.optim.AdamW, lr=0.01, weight_decay=0.1), base, 1e-10)
     assert opt.state_bytes() == plan.optimizer_state == -(-numel // n) * 2 * 8, (
         opt.state_bytes(), plan.optimizer_state)
-    if {stage} == 2:
-        assert opt.gradient_bytes() == plan.grads == -(-numel // n) * 8
 
     opt.consolidate_state_dict(to=0)
     if r == 0:
         state = opt.state_dict()["state"][0]
         assert state["exp_avg"].shape == (numel,)
+    """)
+
+
+def test_zero2_accumulates_two_backwards_and_refuses_ddp(tmp_path):
+    run_ranks(tmp_path, COMMON + """
+    base = make(0)
+    opt = ZeroRedundancyOptimizer(base.parameters(), sf.optim.SGD, stage=2,
+                                  bucket_cap_mb=0.0005, lr=0.1)
+    for s in range(5):
+        opt.zero_grad()
+        x, y = shard(s)
+        half = x.shape[0] // 2
+        (loss_of(base, x[:half], y[:half]) / 2).backward()
+        (loss_of(base, x[half:], y[half:]) / 2).backward()
+        opt.step()
+    close(reference(sf.optim.SGD, lr=0.1), base, 1e-10)
+    try:
+        ZeroRedundancyOptimizer(DDP(make(0)).parameters(), sf.optim.SGD, stage=2, lr=0.1)
+    except dist.DistributedError as e:
+        assert "DistributedDataParallel" in str(e)
+    else:
+        raise AssertionError("DDP under stage 2 not refused")
+    """)
+
+
+@pytest.mark.parametrize("stage", [1, 2])
+def test_rank_zero_saves_a_checkpoint_every_rank_resumes_from(tmp_path, stage):
+    run_ranks(tmp_path, COMMON + f"""
+    import os
+
+    def train(base, opt, steps):
+        model = DDP(base) if {stage} == 1 else base
+        for s in steps:
+            opt.zero_grad()
+            loss_of(model, *shard(s)).backward()
+            opt.step()
+
+    def zero(base):
+        return ZeroRedundancyOptimizer(base.parameters(), sf.optim.AdamW, stage={stage},
+                                       lr=0.01, weight_decay=0.1)
+
+    base = make(0)
+    opt = zero(base)
+    train(base, opt, range(3))
+    opt.consolidate_state_dict(to=0)
+    if r == 0:  # one file, written atomically (a temporary renamed over the path)
+        sf.save({{"model": base.state_dict(), "optim": opt.state_dict()}}, "ckpt.safetensors")
+    dist.barrier()
+    assert os.listdir(".").count("ckpt.safetensors") == 1
+    ckpt = sf.load("ckpt.safetensors")
+    again = make(1)
+    again.load_state_dict(ckpt["model"])
+    opt2 = zero(again)
+    opt2.load_state_dict(ckpt["optim"])
+    assert opt2.state_bytes() == opt.state_bytes()
+    train(base, opt, range(3, 5))  # the run that went on, and the one resumed from disk
+    train(again, opt2, range(3, 5))
+    close([p.detach().numpy() for p in base.parameters()], again, 1e-15)  # bit for bit
+    close(reference(sf.optim.AdamW, lr=0.01, weight_decay=0.1), again, 1e-10)
     """)

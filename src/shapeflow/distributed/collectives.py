@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..dtypes import bfloat16, float16
-from ..errors import DeviceError, ShapeError
+from ..errors import DeviceError, ShapeError, ShapeflowError
 from ..shape import format_shape
 from ..tensor import Tensor
 from .group import DistributedError, _comm, world
@@ -56,17 +56,31 @@ def _buffer(t: Tensor, op: str) -> np.ndarray:
     return t.data
 
 
-def _check_same(comm, op: str, *arrays) -> None:
-    """Every rank passes arrays of the same shapes and dtypes, or every rank raises."""
+def _agreed(comm, op: str, local):
+    """Run this rank's checks of its arguments (`local()` -> (result, arrays that every rank
+    must pass alike)), then compare with every rank in one small all-gather: a rank whose
+    checks failed, or shapes and dtypes that differ, raise on every rank, never a hang."""
+    try:
+        result, arrays = local()
+        failed = None
+    except ShapeflowError as e:
+        result, arrays, failed = None, (), e
     sig = np.zeros(12, np.int64)
     flat = [len(arrays)]
     for a in arrays:
         code = _DTYPE_CODES.setdefault(a.dtype.str, len(_DTYPE_CODES) + 1)
         flat += [code, a.ndim, *a.shape[:4]]
-    sig[:min(12, len(flat))] = flat[:12]
-    sig[-1] = hash(tuple(flat)) & 0x7FFFFFFF  # longer signatures compare by a hash
+    sig[:min(11, len(flat))] = flat[:11]
+    sig[-1] = -1 if failed is not None else hash(tuple(flat)) & 0x7FFFFFFF  # longer: a hash
     every = np.empty((comm.Get_size(), 12), np.int64)
     comm.Allgather(sig, every)
+    if failed is not None:
+        raise failed
+    rejected = np.nonzero(every[:, -1] == -1)[0].tolist()
+    if rejected:
+        raise ShapeError(f"{op}: rank(s) {rejected} rejected their arguments (their error says "
+                         "why), so no rank ran it", op=op,
+                         hint="every rank must call the same collective with fitting tensors")
     if not (every == sig).all():
         shapes = ", ".join(format_shape(a.shape) + f" {a.dtype}" for a in arrays)
         bad = sorted(set(np.nonzero((every != every[0]).any(axis=1))[0].tolist()) | {0})
@@ -74,6 +88,7 @@ def _check_same(comm, op: str, *arrays) -> None:
             f"{op}: the ranks passed tensors of different shapes or dtypes (rank "
             f"{comm.Get_rank()}: {shapes}; ranks {bad} differ)", op=op,
             hint="every rank must call the same collective with tensors of the same shape")
+    return result
 
 
 def _mpi_op(op) -> object:
@@ -110,15 +125,19 @@ def _run(request_fn, blocking_fn, async_op: bool, then) -> Work | None:
 def all_reduce(tensor: Tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
     """Combine `tensor` over all ranks, in place (sum, avg, product, max, min)."""
     comm = _comm()
-    buf = _buffer(tensor, "all_reduce")
-    _check_same(comm, "all_reduce", buf)
-    mpi_op = _mpi_op(op)
-    work = buf if buf.flags.c_contiguous and not _through_float32(tensor) else (
-        np.ascontiguousarray(buf, np.float32 if _through_float32(tensor) else None))
+
+    def local():
+        buf = _buffer(tensor, "all_reduce")
+        mpi_op = _mpi_op(op)
+        if str(op).lower() == "avg" and buf.dtype.kind not in "fc":
+            raise DistributedError("all_reduce: ReduceOp.AVG needs a floating-point tensor, "
+                                   f"got {tensor.dtype}", hint="use SUM and divide yourself")
+        return (buf, mpi_op), (buf,)
+    buf, mpi_op = _agreed(comm, "all_reduce", local)
+    wide = _through_float32(tensor)
+    work = buf if buf.flags.c_contiguous and not wide else (
+        np.ascontiguousarray(buf, np.float32 if wide else None))
     scale = comm.Get_size() if str(op).lower() == "avg" else None
-    if scale is not None and work.dtype.kind not in "fc":
-        raise DistributedError("all_reduce: ReduceOp.AVG needs a floating-point tensor, got "
-                               f"{tensor.dtype}", hint="use SUM and divide yourself")
     in_place = world.MPI.IN_PLACE
     return _run(lambda: comm.Iallreduce(in_place, work, mpi_op),
                 lambda: comm.Allreduce(in_place, work, mpi_op), async_op,
@@ -128,9 +147,12 @@ def all_reduce(tensor: Tensor, op=ReduceOp.SUM, group=None, async_op: bool = Fal
 def broadcast(tensor: Tensor, src: int = 0, group=None, async_op: bool = False):
     """Copy rank `src`'s tensor into every rank's, in place."""
     comm = _comm()
-    buf = _buffer(tensor, "broadcast")
-    _check_rank(comm, src, "broadcast")
-    _check_same(comm, "broadcast", buf)
+
+    def local():
+        buf = _buffer(tensor, "broadcast")
+        _check_rank(comm, src, "broadcast")
+        return buf, (buf,)
+    buf = _agreed(comm, "broadcast", local)
     work = buf if buf.flags.c_contiguous else np.ascontiguousarray(buf)
     return _run(lambda: comm.Ibcast(work, root=src), lambda: comm.Bcast(work, root=src),
                 async_op, _finish(tensor, work, None))
@@ -140,16 +162,20 @@ def all_gather_into_tensor(output_tensor: Tensor, input_tensor: Tensor, group=No
                            async_op: bool = False):
     """Every rank's input, concatenated along dim 0 (or stacked: output [N, *input])."""
     comm = _comm()
-    out, inp = _buffer(output_tensor, "all_gather_into_tensor"), _buffer(
-        input_tensor, "all_gather_into_tensor")
     n = comm.Get_size()
-    if out.size != n * inp.size or out.dtype != inp.dtype:
-        raise ShapeError(
-            f"all_gather_into_tensor: output {format_shape(out.shape)} {output_tensor.dtype} "
-            f"must hold {n} inputs of {format_shape(inp.shape)} {input_tensor.dtype}",
-            op="all_gather_into_tensor", hint="output shape [world_size * d0, ...] or "
-            "[world_size, *input.shape], same dtype")
-    _check_same(comm, "all_gather_into_tensor", inp)
+
+    def local():
+        out = _buffer(output_tensor, "all_gather_into_tensor")
+        inp = _buffer(input_tensor, "all_gather_into_tensor")
+        if out.size != n * inp.size or out.dtype != inp.dtype:
+            raise ShapeError(
+                f"all_gather_into_tensor: output {format_shape(out.shape)} "
+                f"{output_tensor.dtype} must hold {n} inputs of {format_shape(inp.shape)} "
+                f"{input_tensor.dtype}", op="all_gather_into_tensor",
+                hint="output shape [world_size * d0, ...] or [world_size, *input.shape], "
+                "same dtype")
+        return (out, inp), (inp,)
+    out, inp = _agreed(comm, "all_gather_into_tensor", local)
     src = np.ascontiguousarray(inp)
     work = out if out.flags.c_contiguous else np.empty_like(out, order="C")
     return _run(lambda: comm.Iallgather(src, work), lambda: comm.Allgather(src, work),
@@ -160,16 +186,19 @@ def all_gather(tensor_list: list, tensor: Tensor, group=None, async_op: bool = F
     """Rank i's tensor into tensor_list[i] on every rank."""
     comm = _comm()
     n = comm.Get_size()
-    if len(tensor_list) != n:
-        raise ShapeError(f"all_gather: tensor_list holds {len(tensor_list)} tensors for "
-                         f"{n} ranks", op="all_gather", hint="one tensor per rank")
-    buf = _buffer(tensor, "all_gather")
-    for t in tensor_list:
-        if _buffer(t, "all_gather").shape != buf.shape or t.data.dtype != buf.dtype:
-            raise ShapeError(f"all_gather: every tensor of tensor_list must be "
-                             f"{format_shape(buf.shape)} {tensor.dtype}, got "
-                             f"{format_shape(t.shape)} {t.dtype}", op="all_gather")
-    _check_same(comm, "all_gather", buf)
+
+    def local():
+        if len(tensor_list) != n:
+            raise ShapeError(f"all_gather: tensor_list holds {len(tensor_list)} tensors for "
+                             f"{n} ranks", op="all_gather", hint="one tensor per rank")
+        buf = _buffer(tensor, "all_gather")
+        for t in tensor_list:
+            if _buffer(t, "all_gather").shape != buf.shape or t.data.dtype != buf.dtype:
+                raise ShapeError(f"all_gather: every tensor of tensor_list must be "
+                                 f"{format_shape(buf.shape)} {tensor.dtype}, got "
+                                 f"{format_shape(t.shape)} {t.dtype}", op="all_gather")
+        return buf, (buf,)
+    buf = _agreed(comm, "all_gather", local)
     work = np.empty((n, *buf.shape), buf.dtype)
     src = np.ascontiguousarray(buf)
 
@@ -185,15 +214,18 @@ def reduce_scatter_tensor(output: Tensor, input: Tensor, op=ReduceOp.SUM, group=
                           async_op: bool = False):
     """Combine `input` over ranks and give rank i the i-th of its world_size equal chunks."""
     comm = _comm()
-    out, inp = _buffer(output, "reduce_scatter_tensor"), _buffer(input, "reduce_scatter_tensor")
     n = comm.Get_size()
-    if inp.size != n * out.size or out.dtype != inp.dtype:
-        raise ShapeError(
-            f"reduce_scatter_tensor: input {format_shape(inp.shape)} {input.dtype} must be "
-            f"{n} chunks of the output {format_shape(out.shape)} {output.dtype}",
-            op="reduce_scatter_tensor")
-    _check_same(comm, "reduce_scatter_tensor", inp)
-    mpi_op = _mpi_op(op)
+
+    def local():
+        out = _buffer(output, "reduce_scatter_tensor")
+        inp = _buffer(input, "reduce_scatter_tensor")
+        if inp.size != n * out.size or out.dtype != inp.dtype:
+            raise ShapeError(
+                f"reduce_scatter_tensor: input {format_shape(inp.shape)} {input.dtype} must "
+                f"be {n} chunks of the output {format_shape(out.shape)} {output.dtype}",
+                op="reduce_scatter_tensor")
+        return (out, inp, _mpi_op(op)), (inp,)
+    out, inp, mpi_op = _agreed(comm, "reduce_scatter_tensor", local)
     src = np.ascontiguousarray(inp)
     work = out if out.flags.c_contiguous else np.empty_like(out, order="C")
     scale = n if str(op).lower() == "avg" else None
@@ -206,13 +238,16 @@ def gather(tensor: Tensor, gather_list: list | None = None, dst: int = 0, group=
            async_op: bool = False):
     """Every rank's tensor into `gather_list` on rank `dst` (None on the others)."""
     comm = _comm()
-    _check_rank(comm, dst, "gather")
-    buf = _buffer(tensor, "gather")
-    _check_same(comm, "gather", buf)
     mine = comm.Get_rank() == dst
-    if mine and (gather_list is None or len(gather_list) != comm.Get_size()):
-        raise ShapeError("gather: the dst rank needs a gather_list of one tensor per rank",
-                         op="gather")
+
+    def local():
+        _check_rank(comm, dst, "gather")
+        buf = _buffer(tensor, "gather")
+        if mine and (gather_list is None or len(gather_list) != comm.Get_size()):
+            raise ShapeError("gather: the dst rank needs a gather_list of one tensor per rank",
+                             op="gather")
+        return buf, (buf,)
+    buf = _agreed(comm, "gather", local)
     work = np.empty((comm.Get_size(), *buf.shape), buf.dtype) if mine else None
     src = np.ascontiguousarray(buf)
 
@@ -229,18 +264,21 @@ def scatter(tensor: Tensor, scatter_list: list | None = None, src: int = 0, grou
             async_op: bool = False):
     """Rank `src`'s scatter_list[i] into rank i's tensor."""
     comm = _comm()
-    _check_rank(comm, src, "scatter")
-    buf = _buffer(tensor, "scatter")
-    _check_same(comm, "scatter", buf)
-    send = None
-    if comm.Get_rank() == src:
-        if scatter_list is None or len(scatter_list) != comm.Get_size():
-            raise ShapeError("scatter: the src rank needs a scatter_list of one tensor per rank",
-                             op="scatter")
-        send = np.stack([_buffer(t, "scatter") for t in scatter_list]).astype(buf.dtype)
-        if send.shape[1:] != buf.shape:
-            raise ShapeError(f"scatter: scatter_list tensors must be {format_shape(buf.shape)}",
-                             op="scatter")
+
+    def local():
+        _check_rank(comm, src, "scatter")
+        buf = _buffer(tensor, "scatter")
+        send = None
+        if comm.Get_rank() == src:
+            if scatter_list is None or len(scatter_list) != comm.Get_size():
+                raise ShapeError("scatter: the src rank needs a scatter_list of one tensor "
+                                 "per rank", op="scatter")
+            send = np.stack([_buffer(t, "scatter") for t in scatter_list]).astype(buf.dtype)
+            if send.shape[1:] != buf.shape:
+                raise ShapeError(f"scatter: scatter_list tensors must be "
+                                 f"{format_shape(buf.shape)}", op="scatter")
+        return (buf, send), (buf,)
+    buf, send = _agreed(comm, "scatter", local)
     work = buf if buf.flags.c_contiguous else np.empty_like(buf, order="C")
     return _run(lambda: comm.Iscatter(send, work, root=src),
                 lambda: comm.Scatter(send, work, root=src), async_op,

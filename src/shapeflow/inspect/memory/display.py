@@ -149,10 +149,15 @@ def plan_parts(plan) -> list:
     t = Table(min_width=60)  # its title above it: a title would wrap to the table's width
     t.add_column("what", style="bold")
     t.add_column("bytes", justify="right", no_wrap=True)
-    for name, v in (("parameters", plan.params), ("gradients", plan.grads),
-                    ("optimizer state", plan.optimizer_state),
-                    ("model states", plan.model_states), ("activations", plan.activations),
-                    ("total", plan.total)):
+    rows = [("parameters", plan.params), ("gradients", plan.grads),
+            ("optimizer state", plan.optimizer_state), ("model states", plan.model_states),
+            ("activations", plan.activations)]
+    if plan.comm_buffers:
+        rows.append(("DDP gradient buckets", plan.comm_buffers))
+    rows.append(("total", plan.total))
+    if plan.peak is not None:
+        rows.append(("peak of the step", plan.peak))
+    for name, v in rows:
         t.add_row(name, bytes_cell(v))
     return [f"per device: {layout}", t]
 

@@ -28,6 +28,9 @@ class Plan:
     grads: float
     optimizer_state: float
     activations: object
+    comm_buffers: object = 0  # DDP's gradient buckets, kept beside the gradients
+    peak: object = None  # everything live at the busiest moment on one rank (data parallel)
+    baseline: object = None  # what a rank holds between steps (parameters, state, buckets)
 
     @property
     def data_parallel(self) -> int:
@@ -40,7 +43,7 @@ class Plan:
 
     @property
     def total(self):
-        return self.model_states + self.activations
+        return self.model_states + self.activations + self.comm_buffers
 
     def __str__(self) -> str:
         from .display import render_plan
@@ -70,8 +73,9 @@ def _zero_slice(nbytes: float, numel: float, d: int) -> float:
 
 
 def plan(rep, devices: int = 1, zero: int = 0, tensor_parallel: int = 1,
-         sequence_parallel: bool = False) -> Plan:
-    """The per-device memory of `rep`'s step on `devices` devices."""
+         sequence_parallel: bool = False, bucket_cap_mb: float = 25) -> Plan:
+    """The per-device memory of `rep`'s step on `devices` devices; its peak for data
+    parallelism as shapeflow.distributed runs it (DDP, ZeRO-1 under DDP, ZeRO-2 alone)."""
     if zero not in (0, 1, 2, 3):
         raise MemoryPlanError(f"memory plan: ZeRO stage must be 0, 1, 2 or 3, got {zero}")
     if devices < 1 or tensor_parallel < 1 or devices % tensor_parallel:
@@ -101,4 +105,10 @@ def plan(rep, devices: int = 1, zero: int = 0, tensor_parallel: int = 1,
     acts = 0
     for s in rep.saved:
         acts = acts + (s.nbytes / t if s.sharded or sequence_parallel else s.nbytes)
-    return Plan(devices, zero, t, sequence_parallel, params, grads, state, acts)
+    comm = peak = held = None
+    if t == 1 and zero < 3 and rep.rerun is not None:
+        from .data_parallel import data_parallel
+
+        peak, held, comm, params = data_parallel(rep, d, zero, bucket_cap_mb)
+    return Plan(devices, zero, t, sequence_parallel, params, grads, state, acts, comm or 0,
+                peak, held)

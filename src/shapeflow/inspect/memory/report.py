@@ -24,8 +24,6 @@ from ..meta import meta_copy
 from .tracker import LiveTracker, Max, Peak
 
 PRECISIONS = {"fp32": None, "bf16-mixed": _dt.bfloat16, "fp16-mixed": _dt.float16}
-OPTIMIZER_STATES = {"none": 0, "sgd": 0, "momentum": 1, "sgd-momentum": 1, "adam": 2,
-                    "adamw": 2}
 KINDS = (base.LAYER_INPUT, base.ATTENTION, base.ACTIVATION_INPUT, base.DROPOUT_MASK,
          base.NORM_STATS, RECURRENT_GATES, base.OTHER)
 
@@ -71,6 +69,7 @@ class ParamInfo:
     reached: bool
     state_bytes: int  # optimizer state (fp32 master weights included under mixed precision)
     shardable: bool  # a Linear or Embedding weight, split by tensor parallelism
+    trainable: bool = True  # requires grad (DDP's buckets and ZeRO's slices hold its grad)
 
 
 @dataclass
@@ -98,6 +97,9 @@ class MemoryReport:
     recompute: str = "none"  # "none", "selective" (attention cores) or "full" (blocks)
     attention: str = "flash"  # the attention kernel traced: "flash" (O(L)) or "math" (P kept)
     timeline: list = field(default_factory=list)  # Phase per forward, backward, step
+    after_backward: object = 0  # live above the baseline once backward is over
+    # the step traced again with hooks on the meta parameters (data-parallel plans)
+    rerun: object = field(default=None, repr=False, compare=False)
 
     @property
     def peak_phase(self):
@@ -139,14 +141,19 @@ class MemoryReport:
                        by_kind={k: at(v) for k, v in self.by_kind.items()}, by_module=rows,
                        saved=[replace(s, nbytes=at(s.nbytes)) for s in self.saved],
                        activations_without_checkpoint=at(self.activations_without_checkpoint),
-                       timeline=[p.subs(**values) for p in self.timeline])
+                       timeline=[p.subs(**values) for p in self.timeline],
+                       after_backward=at(self.after_backward),
+                       rerun=None if self.rerun is None else (
+                           lambda install=None, shard=None, f=self.rerun: {
+                               k: at(v) for k, v in f(install, shard).items()}))
 
     def plan(self, devices: int = 1, zero: int = 0, tensor_parallel: int = 1,
-             sequence_parallel: bool = False):
-        """Per-device memory with ZeRO stage `zero` and tensor/sequence parallelism."""
+             sequence_parallel: bool = False, bucket_cap_mb: float = 25):
+        """Per-device memory with ZeRO stage `zero` and tensor/sequence parallelism (data
+        parallel: DDP's or ZeRO-2's gradient buckets of `bucket_cap_mb`)."""
         from .parallel import plan
 
-        return plan(self, devices, zero, tensor_parallel, sequence_parallel)
+        return plan(self, devices, zero, tensor_parallel, sequence_parallel, bucket_cap_mb)
 
     def __str__(self) -> str:
         from .display import render_report
@@ -211,7 +218,8 @@ def report(model, *inputs, loss_fn=None, target=None, optimizer=None, mode: str 
 def _report(model, inputs, loss_fn, target, optimizer, mode, precision, checkpoint,
             recompute, kwargs) -> MemoryReport:
     from . import modes
-    from .step import step_scratch
+    from .data_parallel import rerun
+    from .step import optimizer_name, optimizer_states, step_scratch
     from .timeline import BACKWARD, FORWARD, STEP, Phase
 
     if mode not in ("train", "inference"):
@@ -223,7 +231,7 @@ def _report(model, inputs, loss_fn, target, optimizer, mode, precision, checkpoi
     recompute, checkpoint = modes.resolve(recompute, checkpoint)
     half = PRECISIONS[precision]
     named = list(model.named_parameters())  # tied parameters once
-    states = _optimizer_states(optimizer, model, named)
+    states = optimizer_states(optimizer, model, named)
     train = mode == "train"
     loss = (loss_fn, target)
     asked = recompute if train else "none"
@@ -246,7 +254,7 @@ def _report(model, inputs, loss_fn, target, optimizer, mode, precision, checkpoi
             if half is not None:
                 state += 4 * p.numel()  # the fp32 master copy the update writes
         infos.append(ParamInfo(name, p.numel(), p.numel() * item, reached, state,
-                               name in run["shardable"]))
+                               name in run["shardable"], p.requires_grad))
         params_b += p.numel() * item
         grads_b += p.numel() * item if reached else 0
         state_b += state
@@ -274,13 +282,16 @@ def _report(model, inputs, loss_fn, target, optimizer, mode, precision, checkpoi
             timeline.append(Phase(STEP, top + held + state_b, where))
     return MemoryReport(
         model=type(model).__name__, mode=mode, precision=precision,
-        optimizer=_optimizer_name(optimizer), params=params_b + buffers, grads=grads_b,
+        optimizer=optimizer_name(optimizer), params=params_b + buffers, grads=grads_b,
         optimizer_state=state_b, activations=run["activations"], inputs=inputs_b,
         peak=_plus(peak.value, held + state_b),
         inference_peak=_plus(infer["peak"], held), by_kind=run["by_kind"], by_module=rows,
         unreached=sorted(run["unreached"]) if train else [], saved=run["saved"],
         param_info=infos, checkpoint=modes.checkpoint_name(checkpoint),
-        activations_without_checkpoint=without, recompute=asked, timeline=timeline)
+        activations_without_checkpoint=without, recompute=asked, timeline=timeline,
+        after_backward=run["after_backward"] if train else 0,
+        rerun=rerun(model, inputs, kwargs, loss, half, asked, checkpoint, optimizer, named,
+                    infos) if train else None)
 
 
 def _plus(peak, extra):
@@ -288,7 +299,7 @@ def _plus(peak, extra):
 
 
 def _simulate(model, inputs, kwargs, loss, half, train: bool, recompute: str,
-              checkpoint, backward: bool = True) -> dict:
+              checkpoint, backward: bool = True, install=None) -> dict:
     """One step on a meta copy: saved storages, rows, peaks above what existed before
     (without `backward`, only what forward saves is meant to be read)."""
     from . import modes
@@ -299,6 +310,7 @@ def _simulate(model, inputs, kwargs, loss, half, train: bool, recompute: str,
     if half is not None:
         m.to(half)
     modes.apply(m, recompute, checkpoint)
+    undo = install(m) if install is not None else None  # a data-parallel plan's hooks
     memo: dict[int, Tensor] = {}  # one tensor passed twice (idx as its own targets) is one
     args = [_to_meta(x, half, memo) for x in inputs]
     kw = {k: _to_meta(v, half, memo) for k, v in kwargs.items()}
@@ -346,6 +358,8 @@ def _simulate(model, inputs, kwargs, loss, half, train: bool, recompute: str,
             base.remove_observer(observe)
         after = tracker.mark()  # what the optimizer step starts from: grads, output, loss
         del out, loss
+    if undo is not None:
+        undo()
     unreached = {name for name, p in named.items() if p.requires_grad and p.grad is None}
     return {"saved": saved, "rows": rows, "by_kind": by_kind, "activations": total,
             "peak": tracker.peak.value, "unreached": unreached, "phases": tracker.phases,
@@ -458,42 +472,3 @@ def _loss(out, loss_fn, target):
             return v.sum()
     raise MemoryPlanError("memory.report: the model returned no tensor to train on",
                           hint="pass loss_fn=lambda out: ...")
-
-
-def _optimizer_states(optimizer, model, named):
-    """name, param -> number of parameter-sized state buffers the optimizer keeps."""
-    from ...optim.optimizer import Optimizer
-
-    if optimizer is None:
-        return lambda name, p: 0
-    if isinstance(optimizer, str):
-        key = optimizer.lower()
-        if key not in OPTIMIZER_STATES:
-            raise MemoryPlanError(f"memory.report: unknown optimizer {optimizer!r}",
-                                  hint=f"use one of {', '.join(OPTIMIZER_STATES)}, or pass "
-                                  "an Optimizer")
-        n = OPTIMIZER_STATES[key]
-        return lambda name, p: n
-    if isinstance(optimizer, type) and issubclass(optimizer, Optimizer):
-        params = [p for _, p in named if p.requires_grad]
-        if not params:
-            return lambda name, p: 0
-        optimizer = optimizer(params)
-    if isinstance(optimizer, Optimizer):
-        by_name = {}
-        for name, p in named:
-            try:
-                by_name[name] = len(optimizer.state_per_param(optimizer._group_of(p)))
-            except ValueError:
-                by_name[name] = 0  # not optimized by it: no state
-        return lambda name, p: by_name.get(name, 0)
-    raise MemoryPlanError(f"memory.report: optimizer must be an Optimizer, its class, or a "
-                          f"name, got {type(optimizer).__name__}")
-
-
-def _optimizer_name(optimizer) -> str:
-    if optimizer is None:
-        return "none"
-    if isinstance(optimizer, str):
-        return optimizer.lower()
-    return optimizer.__name__ if isinstance(optimizer, type) else type(optimizer).__name__

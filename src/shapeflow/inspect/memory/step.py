@@ -7,7 +7,8 @@ NumPy uses one of the parameter's size up to `BLOCK` elements, a `BLOCK` chunk a
 maximize and coupled weight decay make gradient-sized copies (NumPy reuses the temporary of
 `grad + param * wd` from 256 KiB on: its temporary elision). Under mixed precision the plan
 also counts an fp32 copy of each 16-bit gradient, which an update of fp32 master weights
-reads (a convention: shapeflow has no 16-bit step of its own to measure).
+reads (a convention: shapeflow has no 16-bit step of its own to measure). Also here: how
+many parameter-sized state buffers an optimizer keeps.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 
 from ...backend import kernels
 from ...optim.optimizer import BLOCK
+from .report import MemoryPlanError
 
 ELIDE = 256 * 1024  # NumPy's NPY_MIN_ELIDE_BYTES: from here `a + b * c` reuses b * c
 
@@ -38,9 +40,10 @@ class Scratch:
     why: str
 
 
-def step_scratch(optimizer, named, half) -> Scratch | None:
+def step_scratch(optimizer, named, half, numel: dict | None = None) -> Scratch | None:
     """The largest per-parameter scratch of `optimizer`'s step over `named` (name, param)
-    pairs that get gradients; None without an optimizer (no step to plan)."""
+    pairs that get gradients; None without an optimizer (no step to plan). `numel`: sizes
+    that replace some parameters' own (a ZeRO slice, updated as one flat parameter)."""
     rule = _rule(optimizer)
     if rule is None:
         return None
@@ -52,7 +55,7 @@ def step_scratch(optimizer, named, half) -> Scratch | None:
             continue  # not optimized by it
         item = 4 if half is not None else p.dtype.itemsize
         compiled = kernels.available() and item == 4 and p.dtype.is_floating_point
-        n = p.numel()
+        n = numel[name] if numel and name in numel else p.numel()
         base = 4 * n if half is not None else 0  # the fp32 copy of a 16-bit gradient
         fn = _adam if kind == "adam" else _sgd
         nbytes, why = fn(n, item, opts, compiled, base)
@@ -148,3 +151,49 @@ def _class_defaults(cls) -> dict:
 
         opts["decoupled_weight_decay"] = issubclass(cls, AdamW)
     return opts
+
+
+# ---- the state it keeps ----------------------------------------------------------------
+OPTIMIZER_STATES = {"none": 0, "sgd": 0, "momentum": 1, "sgd-momentum": 1, "adam": 2,
+                    "adamw": 2}
+
+
+def optimizer_states(optimizer, model, named):
+    """name, param -> number of parameter-sized state buffers the optimizer keeps."""
+    from ...optim.optimizer import Optimizer
+
+    if optimizer is None:
+        return lambda name, p: 0
+    if isinstance(optimizer, str):
+        key = optimizer.lower()
+        if key not in OPTIMIZER_STATES:
+            raise MemoryPlanError(f"memory.report: unknown optimizer {optimizer!r}",
+                                  hint=f"use one of {', '.join(OPTIMIZER_STATES)}, or pass "
+                                  "an Optimizer")
+        n = OPTIMIZER_STATES[key]
+        return lambda name, p: n
+    if isinstance(optimizer, type) and issubclass(optimizer, Optimizer):
+        params = [p for _, p in named if p.requires_grad]
+        if not params:
+            return lambda name, p: 0
+        optimizer = optimizer(params)
+    if isinstance(optimizer, Optimizer):
+        by_name = {}
+        for name, p in named:
+            try:
+                by_name[name] = len(optimizer.state_per_param(optimizer._group_of(p)))
+            except ValueError:
+                by_name[name] = 0  # not optimized by it: no state
+        return lambda name, p: by_name.get(name, 0)
+    raise MemoryPlanError(f"memory.report: optimizer must be an Optimizer, its class, or a "
+                          f"name, got {type(optimizer).__name__}")
+
+
+def optimizer_name(optimizer) -> str:
+    """The optimizer's name as the report prints it."""
+    if optimizer is None:
+        return "none"
+    if isinstance(optimizer, str):
+        return optimizer.lower()
+    return optimizer.__name__ if isinstance(optimizer, type) else type(optimizer).__name__
+
