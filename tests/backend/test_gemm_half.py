@@ -163,3 +163,22 @@ def test_matmul_acc_adds_in_float32(dtype, rng):
 def test_mismatched_dtypes_raise(rng):
     with pytest.raises(TypeError):
         gemm.half_matmul(_half(rng, (4, 4), BF16), _half(rng, (4, 4), np.float16))
+
+
+@pytest.mark.parametrize("sa,sb", [((40,), (3, 40, 30)), ((3, 40, 30), (30,)), ((40,), (40,)),
+                                   ((500, 4, 16), (16, 16)), ((0, 40), (40, 30)),
+                                   ((40, 0), (0, 30))])
+def test_vectors_tiny_folded_and_empty(sa, sb, rng):
+    a, b = _half(rng, sa, BF16), _half(rng, sb, BF16)
+    out = gemm.matmul_nd(a, b)
+    ref = (_torch(a) @ _torch(b)).float().numpy() if a.size and b.size else \
+        np.matmul(a.astype(np.float32), b.astype(np.float32))
+    assert out.dtype == BF16 and out.shape == ref.shape
+    assert _ulps(out, ref, BF16).max(initial=0) <= 1
+
+
+def test_mixed_dtypes_keep_numpys_promotion(rng):
+    a, b = _half(rng, (64, 64), BF16), rng.standard_normal((64, 64)).astype(np.float32)
+    out = gemm.matmul(a, b)
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out, a.astype(np.float32) @ b, rtol=1e-5, atol=1e-4)

@@ -118,7 +118,7 @@ def matmul(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None = None) -> np.n
     dtype = a.dtype
     fn = _GEMM.get(dtype)
     if fn is None or a.ndim != 2 or b.ndim != 2 or b.dtype != dtype:
-        if dtype in _HALF_GEMM:
+        if dtype in _HALF_GEMM and b.dtype == dtype and (bias is None or bias.dtype == dtype):
             return half_matmul(a, b, bias)
         return _numpy(a, b, bias)
     (m, k), n = a.shape, b.shape[1]
@@ -152,7 +152,7 @@ def matmul_acc(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
             fn(_ROW_MAJOR, oa[0], ob[0], m, n, k, 1.0, address(a), oa[1], address(b), ob[1],
                1.0, address(out), oo[1])
             return
-    if a.dtype in _HALF_GEMM:  # float32 sum, one rounding (as PyTorch's addmm_)
+    if a.dtype in _HALF_GEMM and b.dtype == a.dtype:  # float32 sum, one rounding (addmm_)
         out[...] = kernels.narrow(out.astype(_F32) + _half_f32(a, b, None), out.dtype)
         return
     out += a @ b
@@ -161,7 +161,7 @@ def matmul_acc(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
 def matmul_nd(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """np.matmul (any rank, batch dims broadcast), except that bfloat16/float16 operands go
     through half_matmul: no product reaches NumPy's 16-bit loops."""
-    if a.dtype in _HALF_GEMM:
+    if a.dtype in _HALF_GEMM and b.dtype == a.dtype:
         return half_matmul(a, b)
     return np.matmul(a, b)
 
@@ -182,9 +182,10 @@ def _half_f32(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None) -> np.ndarr
         _load()
     fn = _HALF_GEMM[a.dtype]
     bias32 = None if bias is None else kernels.widen(bias)
-    if a.ndim < 2 or b.ndim < 2 or fn is None or a.shape[-2] * a.shape[-1] * b.shape[-1] \
-            < MIN_MACS:
-        return _numpy(kernels.widen(a), kernels.widen(b), bias32)
+    if a.ndim < 2 or b.ndim < 2 or fn is None or (
+            a.shape[-2] if b.ndim != 2 else a.size // max(a.shape[-1], 1)  # b 2-D: folded
+            ) * a.shape[-1] * b.shape[-1] < MIN_MACS:
+        return np.asarray(_numpy(kernels.widen(a), kernels.widen(b), bias32))
     if b.ndim == 2:  # [..., m, k] @ [k, n]: one gemm over all rows of a
         lead = a.shape[:-1]
         out = np.empty(lead + (b.shape[1],), _F32)

@@ -370,7 +370,7 @@ ptrdiff_t cross_entropy_backward_f32(const float *restrict x, const int64_t *res
  * blocks holding those take the portable path, so both give the same bits. */
 #include <stdlib.h>
 #include <string.h>
-#if defined(__x86_64__) && defined(__GNUC__)
+#if defined(__x86_64__) && (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 10))
 #include <immintrin.h>
 #define SF_BF16_SIMD 1
 #endif
