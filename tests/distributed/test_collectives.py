@@ -35,6 +35,13 @@ def test_collectives_on_two_ranks(tmp_path):
         dist.all_reduce(h)
         assert h.dtype == sf.bfloat16 and h.float().tolist() == [3.0, 5.0]
 
+        hb = sf.full((3,), float(r), dtype=sf.bfloat16)  # copied as bytes: MPI has no bf16
+        dist.broadcast(hb, src=1)
+        assert hb.float().tolist() == [1.0] * 3
+        hr = sf.zeros(1, dtype=sf.bfloat16)  # summed as float32
+        dist.reduce_scatter_tensor(hr, sf.tensor([1.5, 2.5], dtype=sf.bfloat16))
+        assert hr.float().tolist() == ([3.0] if r == 0 else [5.0]), hr
+
         b = sf.full((2, 2), float(r))
         dist.broadcast(b, src=1)
         assert b.tolist() == [[1.0, 1.0], [1.0, 1.0]]

@@ -157,6 +157,19 @@ def test_zero2_accumulates_two_backwards_and_refuses_ddp(tmp_path):
         assert "DistributedDataParallel" in str(e)
     else:
         raise AssertionError("DDP under stage 2 not refused")
+
+    biases = []  # bfloat16: stage 1 under DDP and stage 2 give the same update
+    for stage in (1, 2):
+        sf.manual_seed(0)
+        lin = sf.nn.Linear(6, 3).to(sf.bfloat16)
+        wrapped = DDP(lin) if stage == 1 else lin
+        zopt = ZeroRedundancyOptimizer(lin.parameters(), sf.optim.SGD, stage=stage, lr=0.1)
+        wrapped(sf.ones(4, 6, dtype=sf.bfloat16) * (r + 1)).float().sum().backward()
+        if stage == 2:
+            assert zopt.gradient_bytes() == 11 * 2  # ceil(21 / 2) bfloat16 elements
+        zopt.step()
+        biases.append(lin.bias.float().tolist())
+    assert biases[0] == biases[1], biases
     """)
 
 

@@ -104,6 +104,12 @@ def _through_float32(t: Tensor):
     return t.dtype in (bfloat16, float16)
 
 
+def _bytes(a: np.ndarray) -> np.ndarray:
+    """A contiguous array's bytes, for collectives that only copy: MPI then needs no type
+    for the dtype (bfloat16 has none)."""
+    return a.reshape(-1).view(np.uint8)
+
+
 def _finish(t: Tensor, work_array: np.ndarray, scale: float | None):
     def done() -> None:
         if scale is not None:
@@ -154,7 +160,8 @@ def broadcast(tensor: Tensor, src: int = 0, group=None, async_op: bool = False):
         return buf, (buf,)
     buf = _agreed(comm, "broadcast", local)
     work = buf if buf.flags.c_contiguous else np.ascontiguousarray(buf)
-    return _run(lambda: comm.Ibcast(work, root=src), lambda: comm.Bcast(work, root=src),
+    raw = _bytes(work)
+    return _run(lambda: comm.Ibcast(raw, root=src), lambda: comm.Bcast(raw, root=src),
                 async_op, _finish(tensor, work, None))
 
 
@@ -178,7 +185,8 @@ def all_gather_into_tensor(output_tensor: Tensor, input_tensor: Tensor, group=No
     out, inp = _agreed(comm, "all_gather_into_tensor", local)
     src = np.ascontiguousarray(inp)
     work = out if out.flags.c_contiguous else np.empty_like(out, order="C")
-    return _run(lambda: comm.Iallgather(src, work), lambda: comm.Allgather(src, work),
+    a, b = _bytes(src), _bytes(work)
+    return _run(lambda: comm.Iallgather(a, b), lambda: comm.Allgather(a, b),
                 async_op, _finish(output_tensor, work, None))
 
 
@@ -201,12 +209,13 @@ def all_gather(tensor_list: list, tensor: Tensor, group=None, async_op: bool = F
     buf = _agreed(comm, "all_gather", local)
     work = np.empty((n, *buf.shape), buf.dtype)
     src = np.ascontiguousarray(buf)
+    a, b = _bytes(src), _bytes(work)
 
     def then() -> None:
         for i, t in enumerate(tensor_list):
             t.data[...] = work[i]
             t._version[0] += 1
-    return _run(lambda: comm.Iallgather(src, work), lambda: comm.Allgather(src, work),
+    return _run(lambda: comm.Iallgather(a, b), lambda: comm.Allgather(a, b),
                 async_op, then)
 
 
@@ -226,8 +235,10 @@ def reduce_scatter_tensor(output: Tensor, input: Tensor, op=ReduceOp.SUM, group=
                 op="reduce_scatter_tensor")
         return (out, inp, _mpi_op(op)), (inp,)
     out, inp, mpi_op = _agreed(comm, "reduce_scatter_tensor", local)
-    src = np.ascontiguousarray(inp)
-    work = out if out.flags.c_contiguous else np.empty_like(out, order="C")
+    wide = _through_float32(input)  # 16-bit floats are summed as float32
+    src = np.ascontiguousarray(inp, np.float32 if wide else None)
+    work = out if out.flags.c_contiguous and not wide else np.empty(
+        out.shape, np.float32 if wide else out.dtype)
     scale = n if str(op).lower() == "avg" else None
     return _run(lambda: comm.Ireduce_scatter_block(src, work, mpi_op),
                 lambda: comm.Reduce_scatter_block(src, work, mpi_op), async_op,
@@ -256,8 +267,9 @@ def gather(tensor: Tensor, gather_list: list | None = None, dst: int = 0, group=
             for i, t in enumerate(gather_list):
                 t.data[...] = work[i]
                 t._version[0] += 1
-    return _run(lambda: comm.Igather(src, work, root=dst),
-                lambda: comm.Gather(src, work, root=dst), async_op, then)
+    a, b = _bytes(src), None if work is None else _bytes(work)
+    return _run(lambda: comm.Igather(a, b, root=dst),
+                lambda: comm.Gather(a, b, root=dst), async_op, then)
 
 
 def scatter(tensor: Tensor, scatter_list: list | None = None, src: int = 0, group=None,
@@ -280,8 +292,9 @@ def scatter(tensor: Tensor, scatter_list: list | None = None, src: int = 0, grou
         return (buf, send), (buf,)
     buf, send = _agreed(comm, "scatter", local)
     work = buf if buf.flags.c_contiguous else np.empty_like(buf, order="C")
-    return _run(lambda: comm.Iscatter(send, work, root=src),
-                lambda: comm.Scatter(send, work, root=src), async_op,
+    a, b = None if send is None else _bytes(send), _bytes(work)
+    return _run(lambda: comm.Iscatter(a, b, root=src),
+                lambda: comm.Scatter(a, b, root=src), async_op,
                 _finish(tensor, work, None))
 
 

@@ -35,7 +35,7 @@ def bucket_ranges(sizes: list[int], padded: int, cap_elements: float) -> list[tu
 
 def _wide(dtype) -> bool:
     """MPI has no 16-bit floats: those gradients are summed as float32."""
-    return dtype.kind == "f" and dtype.itemsize < 4
+    return dtype.itemsize == 2 and dtype.kind in "fV"  # float16, bfloat16 (ml_dtypes: V)
 
 
 class _Bucket:
