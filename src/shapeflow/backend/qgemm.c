@@ -1,0 +1,142 @@
+/* int8 products for quantized Linear layers with AVX512-VNNI (vpdpbusd: u8 x s8 -> s32).
+ *
+ * Plain C called through ctypes (backend/igemm.py), built for the CPU that compiles it;
+ * without AVX512-VNNI it builds to nothing but qgemm_vnni = 0 and igemm.py uses MKL or
+ * NumPy. Three steps, each the same arithmetic as the NumPy path in quant/modules.py, so
+ * the results are equal bit for bit:
+ *   qgemm_quantize_rows: per row s = max|x| / 127 (1 where 0), q = rint(x / s) clamped to
+ *     +-127, stored + 128 as uint8 (the unsigned operand), rows and cols padded with 128;
+ *   qgemm_pack: the int8 weight [n, k] into panels of 64 columns, 4 consecutive k per
+ *     32-bit lane (vpdpbusd's layout), zero padded; corr[j] = -128 * sum_k w[j, k];
+ *   qgemm_u8s8: acc = (a + 128) . w + corr = a . w exactly in int32, then either stored as
+ *     int32 or as float32 ((float)acc * s_row) * s_col (+ bias), in that order (no FMA).
+ * Arrays are C-contiguous; sizes are element counts.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifndef SHAPEFLOW_QGEMM_SOURCE
+#define SHAPEFLOW_QGEMM_SOURCE "unknown"
+#endif
+const char shapeflow_qgemm_source[] = SHAPEFLOW_QGEMM_SOURCE;
+
+#define MR 6  /* rows of a tile */
+#define NR 64 /* columns of a tile: four zmm of 16 int32 */
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+#include <immintrin.h>
+
+const int qgemm_vnni = 1;
+
+void qgemm_quantize_rows(const float *restrict x, ptrdiff_t m, ptrdiff_t k, ptrdiff_t mp,
+                         ptrdiff_t kp, uint8_t *restrict out, float *restrict scales) {
+    const __m512 lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
+    const __m512i shift = _mm512_set1_epi32(128);
+    const __m512 sign = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+    for (ptrdiff_t i = 0; i < m; i++) {
+        const float *row = x + i * k;
+        uint8_t *o = out + i * kp;
+        __m512 mx = _mm512_setzero_ps();
+        ptrdiff_t j = 0;
+        for (; j + 16 <= k; j += 16)
+            mx = _mm512_max_ps(mx, _mm512_and_ps(_mm512_loadu_ps(row + j), sign));
+        if (j < k) {
+            __mmask16 t = (__mmask16)((1u << (k - j)) - 1);
+            mx = _mm512_max_ps(mx, _mm512_and_ps(_mm512_maskz_loadu_ps(t, row + j), sign));
+        }
+        float s = _mm512_reduce_max_ps(mx) / 127.0f;
+        if (s == 0.0f) s = 1.0f;
+        scales[i] = s;
+        const __m512 vs = _mm512_set1_ps(s);
+        for (j = 0; j < k; j += 16) {
+            ptrdiff_t left = k - j;
+            __mmask16 t = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
+            __m512 v = _mm512_div_ps(_mm512_maskz_loadu_ps(t, row + j), vs);
+            v = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+            __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(v), shift);
+            _mm_mask_storeu_epi8(o + j, t, _mm512_cvtepi32_epi8(q));
+        }
+        memset(o + k, 128, (size_t)(kp - k));
+    }
+    for (ptrdiff_t i = m; i < mp; i++) memset(out + i * kp, 128, (size_t)kp);
+}
+
+void qgemm_pack(const int8_t *restrict w, ptrdiff_t n, ptrdiff_t k, ptrdiff_t kp,
+                int8_t *restrict packed, int32_t *restrict corr) {
+    ptrdiff_t panels = (n + NR - 1) / NR;
+    memset(packed, 0, (size_t)(panels * NR * kp));
+    for (ptrdiff_t j = 0; j < n; j++) {
+        const int8_t *row = w + j * k;
+        int8_t *dst = packed + (j / NR) * NR * kp + (j % NR) * 4;
+        int32_t sum = 0;
+        for (ptrdiff_t c = 0; c < k; c++) {
+            dst[(c / 4) * NR * 4 + (c % 4)] = row[c];
+            sum += row[c];
+        }
+        corr[j] = -128 * sum;
+    }
+}
+
+static inline void store_tile(__m512i acc, ptrdiff_t row, ptrdiff_t col, ptrdiff_t n,
+                              const int32_t *corr, const float *rs, const float *cs,
+                              const float *bias, float *of, int32_t *oi) {
+    ptrdiff_t left = n - col;
+    if (left <= 0) return;
+    __mmask16 t = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
+    acc = _mm512_add_epi32(acc, _mm512_maskz_loadu_epi32(t, corr + col));
+    if (oi) {
+        _mm512_mask_storeu_epi32(oi + row * n + col, t, acc);
+        return;
+    }
+    __m512 y = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), _mm512_set1_ps(rs[row]));
+    y = _mm512_mul_ps(y, _mm512_maskz_loadu_ps(t, cs + col));
+    if (bias) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(t, bias + col));
+    _mm512_mask_storeu_ps(of + row * n + col, t, y);
+}
+
+/* a: [mp, kp] uint8 (mp a multiple of MR), packed: qgemm_pack's panels; out [m, n]. */
+void qgemm_u8s8(const uint8_t *restrict a, ptrdiff_t m, ptrdiff_t kp,
+                const int8_t *restrict packed, ptrdiff_t n, const int32_t *restrict corr,
+                const float *restrict row_scale, const float *restrict col_scale,
+                const float *restrict bias, float *restrict out_f32,
+                int32_t *restrict out_i32) {
+    ptrdiff_t panels = (n + NR - 1) / NR;
+    for (ptrdiff_t p = 0; p < panels; p++) {
+        const int8_t *bp = packed + p * NR * kp;
+        for (ptrdiff_t i0 = 0; i0 < m; i0 += MR) {
+            __m512i acc[MR][4];
+            for (int i = 0; i < MR; i++)
+                for (int j = 0; j < 4; j++) acc[i][j] = _mm512_setzero_si512();
+            const uint8_t *ap = a + i0 * kp;
+            for (ptrdiff_t c = 0; c < kp; c += 4) {
+                const int8_t *b = bp + c * NR;
+                __m512i b0 = _mm512_loadu_si512(b), b1 = _mm512_loadu_si512(b + 64);
+                __m512i b2 = _mm512_loadu_si512(b + 128), b3 = _mm512_loadu_si512(b + 192);
+                for (int i = 0; i < MR; i++) {
+                    int32_t v;
+                    memcpy(&v, ap + i * kp + c, 4);
+                    __m512i av = _mm512_set1_epi32(v);
+                    acc[i][0] = _mm512_dpbusd_epi32(acc[i][0], av, b0);
+                    acc[i][1] = _mm512_dpbusd_epi32(acc[i][1], av, b1);
+                    acc[i][2] = _mm512_dpbusd_epi32(acc[i][2], av, b2);
+                    acc[i][3] = _mm512_dpbusd_epi32(acc[i][3], av, b3);
+                }
+            }
+            for (int i = 0; i < MR && i0 + i < m; i++)
+                for (int j = 0; j < 4; j++)
+                    store_tile(acc[i][j], i0 + i, p * NR + j * 16, n, corr, row_scale,
+                               col_scale, bias, out_f32, out_i32);
+        }
+    }
+}
+
+#else
+
+const int qgemm_vnni = 0;
+
+#endif
+
+const int qgemm_mr = MR;
+const int qgemm_nr = NR;
