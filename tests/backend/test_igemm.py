@@ -38,7 +38,7 @@ def _ref(a, w):
 
 
 @pytest.mark.parametrize("m,k,n", [(1, 1, 1), (3, 5, 7), (64, 256, 96), (17, 1000, 33),
-                                   (130, 64, 1)])
+                                   (130, 64, 1), (40, 700, 130)])
 def test_bit_exact_random(path, m, k, n):
     rng = np.random.default_rng(m * k + n)
     a = rng.integers(-128, 128, (m, k), dtype=np.int8)
@@ -119,3 +119,15 @@ def test_fused_linear_is_bit_exact(monkeypatch, m, k, n, with_bias):
     bias = rng.standard_normal(n).astype(np.float32) if with_bias else None
     np.testing.assert_array_equal(igemm.linear_int8(x, w, sw, bias),
                                   _linear_reference(x, w, sw, bias))
+
+
+@pytest.mark.parametrize("m", [1, 5, 16, 17, 40])
+def test_both_vnni_kernels_agree_with_the_reference(monkeypatch, m):
+    """qgemm.c's unpacked kernel (few rows) and packed one (k blocked past 256)."""
+    if _reload(monkeypatch) != "vnni":
+        pytest.skip("qgemm.c is not in use here")
+    rng = np.random.default_rng(m)
+    a = rng.integers(-128, 128, (m, 777), dtype=np.int8)
+    w = rng.integers(-128, 128, (70, 777), dtype=np.int8)
+    for direct in (True, False):
+        np.testing.assert_array_equal(igemm._vnni_matmul(a, w, direct), _ref(a, w))

@@ -34,7 +34,10 @@ _QGEMM_SIGNATURES = {
     "qgemm_quantize_rows": [_P, _N, _N, _N, _N, _P, _P],
     "qgemm_pack": [_P, _N, _N, _N, _P, _P],
     "qgemm_u8s8": [_P, _N, _N, _P, _N, _P, _P, _P, _P, _P, _P],
+    "qgemm_u8s8_direct": [_P, _N, _N, _P, _N, _N, _P, _P, _P, _P, _P],
 }
+# up to this many rows the unpacked kernel wins: packing the weight costs a pass over it
+DIRECT_ROWS = 16
 _QGEMM_FILE = os.path.join(os.path.dirname(__file__), "qgemm.c")
 
 
@@ -104,12 +107,12 @@ def _load() -> None:
         _state["fn"] = None
 
 
-def _vnni_matmul(a: np.ndarray, w: np.ndarray) -> np.ndarray:
+def _vnni_matmul(a: np.ndarray, w: np.ndarray, direct: bool | None = None) -> np.ndarray:
     """a . w^T through qgemm.c: a + 128 as uint8, padded with 128 (times w's zero padding)."""
     shifted = np.full((_round_up(len(a), _state["tile"][0]), _round_up(a.shape[1], 4)), 128,
                       np.uint8)
     np.bitwise_xor(a.view(np.uint8), np.uint8(0x80), out=shifted[:len(a), :a.shape[1]])
-    return _vnni(shifted, len(a), w, out_float=False)
+    return _vnni(shifted, len(a), w, out_float=False, direct=direct)
 
 
 def _self_check(product) -> bool:
@@ -120,6 +123,8 @@ def _self_check(product) -> bool:
     w = np.concatenate([np.full((2, 96), -128, np.int8), np.full((1, 96), 127, np.int8),
                         rng.integers(-128, 128, (6, 96), dtype=np.int8)])
     want = a.astype(np.int64) @ w.astype(np.int64).T
+    if product is _vnni_matmul:  # both of qgemm.c's kernels
+        return all(np.array_equal(_vnni_matmul(a, w, d), want) for d in (False, True))
     return bool(np.array_equal(product(a, w), want))
 
 
@@ -135,25 +140,26 @@ def _round_up(n: int, m: int) -> int:
     return -(-n // m) * m
 
 
-def _vnni(a_u8: np.ndarray, m: int, w: np.ndarray, scales=None, out_float=True):
-    """qgemm_u8s8 on padded shifted activations [mp, kp]: the int32 or scaled float out."""
+def _vnni(a_u8: np.ndarray, m: int, w: np.ndarray, scales=None, out_float=True,
+          direct: bool | None = None):
+    """qgemm.c on padded shifted activations [mp, kp]: the int32 or scaled float out."""
     lib = _state["vnni"]
     n, k = w.shape
     kp = a_u8.shape[1]
     w = np.ascontiguousarray(w)
+    out = np.empty((m, n), np.float32 if out_float else np.int32)
+    row_scale, col_scale, bias = scales if out_float else (None, None, None)
+    ptrs = (None if row_scale is None else address(row_scale),
+            None if col_scale is None else address(col_scale),
+            None if bias is None else address(bias),
+            address(out) if out_float else None, None if out_float else address(out))
+    if direct if direct is not None else m <= DIRECT_ROWS:
+        lib.qgemm_u8s8_direct(address(a_u8), m, kp, address(w), n, k, *ptrs)
+        return out
     packed = np.empty(_round_up(n, _state["tile"][1]) * kp, np.int8)
     corr = np.empty(n, np.int32)
     lib.qgemm_pack(address(w), n, k, kp, address(packed), address(corr))
-    if out_float:
-        row_scale, col_scale, bias = scales
-        out = np.empty((m, n), np.float32)
-        lib.qgemm_u8s8(address(a_u8), m, kp, address(packed), n, address(corr),
-                       address(row_scale), address(col_scale),
-                       None if bias is None else address(bias), address(out), None)
-    else:
-        out = np.empty((m, n), np.int32)
-        lib.qgemm_u8s8(address(a_u8), m, kp, address(packed), n, address(corr), None, None,
-                       None, None, address(out))
+    lib.qgemm_u8s8(address(a_u8), m, kp, address(packed), n, address(corr), *ptrs)
     return out
 
 

@@ -9,11 +9,13 @@
  *   qgemm_pack: the int8 weight [n, k] into panels of 64 columns, 4 consecutive k per
  *     32-bit lane (vpdpbusd's layout), zero padded; corr[j] = -128 * sum_k w[j, k];
  *   qgemm_u8s8: acc = (a + 128) . w + corr = a . w exactly in int32, then either stored as
- *     int32 or as float32 ((float)acc * s_row) * s_col (+ bias), in that order (no FMA).
+ *     int32 or as float32 ((float)acc * s_row) * s_col (+ bias), in that order (no FMA);
+ *   qgemm_u8s8_direct: the same for a few rows, on the unpacked weight (no packing).
  * Arrays are C-contiguous; sizes are element counts.
  */
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #ifndef SHAPEFLOW_QGEMM_SOURCE
@@ -71,11 +73,11 @@ void qgemm_pack(const int8_t *restrict w, ptrdiff_t n, ptrdiff_t k, ptrdiff_t kp
         const int8_t *row = w + j * k;
         int8_t *dst = packed + (j / NR) * NR * kp + (j % NR) * 4;
         int32_t sum = 0;
-        for (ptrdiff_t c = 0; c < k; c++) {
-            dst[(c / 4) * NR * 4 + (c % 4)] = row[c];
-            sum += row[c];
-        }
+        for (ptrdiff_t c = 0; c < k; c++) sum += row[c];
         corr[j] = -128 * sum;
+        ptrdiff_t c = 0;
+        for (; c + 4 <= k; c += 4) memcpy(dst + c * NR, row + c, 4);
+        for (; c < k; c++) dst[(c / 4) * NR * 4 + (c % 4)] = row[c];
     }
 }
 
@@ -96,38 +98,96 @@ static inline void store_tile(__m512i acc, ptrdiff_t row, ptrdiff_t col, ptrdiff
     _mm512_mask_storeu_ps(of + row * n + col, t, y);
 }
 
-/* a: [mp, kp] uint8 (mp a multiple of MR), packed: qgemm_pack's panels; out [m, n]. */
+/* a: [mp, kp] uint8 (mp a multiple of MR), packed: qgemm_pack's panels; out [m, n].
+ * k runs in blocks of KC so that a panel's block (KC * NR bytes) stays in L1 while every
+ * tile of rows passes over it; the partial sums wait in `part` ([mp, NR] int32, in L2). */
+#define KC 256
 void qgemm_u8s8(const uint8_t *restrict a, ptrdiff_t m, ptrdiff_t kp,
                 const int8_t *restrict packed, ptrdiff_t n, const int32_t *restrict corr,
                 const float *restrict row_scale, const float *restrict col_scale,
                 const float *restrict bias, float *restrict out_f32,
                 int32_t *restrict out_i32) {
-    ptrdiff_t panels = (n + NR - 1) / NR;
+    ptrdiff_t panels = (n + NR - 1) / NR, mp = (m + MR - 1) / MR * MR;
+    int32_t *part = kp > KC ? (int32_t *)malloc((size_t)(mp * NR) * sizeof(int32_t)) : NULL;
+    ptrdiff_t kc = part ? KC : kp; /* no memory for the partial sums: one block */
     for (ptrdiff_t p = 0; p < panels; p++) {
         const int8_t *bp = packed + p * NR * kp;
-        for (ptrdiff_t i0 = 0; i0 < m; i0 += MR) {
-            __m512i acc[MR][4];
-            for (int i = 0; i < MR; i++)
-                for (int j = 0; j < 4; j++) acc[i][j] = _mm512_setzero_si512();
-            const uint8_t *ap = a + i0 * kp;
-            for (ptrdiff_t c = 0; c < kp; c += 4) {
-                const int8_t *b = bp + c * NR;
-                __m512i b0 = _mm512_loadu_si512(b), b1 = _mm512_loadu_si512(b + 64);
-                __m512i b2 = _mm512_loadu_si512(b + 128), b3 = _mm512_loadu_si512(b + 192);
-                for (int i = 0; i < MR; i++) {
-                    int32_t v;
-                    memcpy(&v, ap + i * kp + c, 4);
-                    __m512i av = _mm512_set1_epi32(v);
-                    acc[i][0] = _mm512_dpbusd_epi32(acc[i][0], av, b0);
-                    acc[i][1] = _mm512_dpbusd_epi32(acc[i][1], av, b1);
-                    acc[i][2] = _mm512_dpbusd_epi32(acc[i][2], av, b2);
-                    acc[i][3] = _mm512_dpbusd_epi32(acc[i][3], av, b3);
+        for (ptrdiff_t c0 = 0; c0 < kp; c0 += kc) {
+            ptrdiff_t c1 = c0 + kc < kp ? c0 + kc : kp;
+            int first = c0 == 0, last = c1 == kp;
+            for (ptrdiff_t i0 = 0; i0 < m; i0 += MR) {
+                __m512i acc[MR][4];
+                for (int i = 0; i < MR; i++)
+                    for (int j = 0; j < 4; j++)
+                        acc[i][j] = first ? _mm512_setzero_si512()
+                                          : _mm512_loadu_si512(part + (i0 + i) * NR + j * 16);
+                const uint8_t *ap = a + i0 * kp;
+                for (ptrdiff_t c = c0; c < c1; c += 4) {
+                    const int8_t *b = bp + c * NR;
+                    __m512i b0 = _mm512_loadu_si512(b), b1 = _mm512_loadu_si512(b + 64);
+                    __m512i b2 = _mm512_loadu_si512(b + 128), b3 = _mm512_loadu_si512(b + 192);
+                    for (int i = 0; i < MR; i++) {
+                        int32_t v;
+                        memcpy(&v, ap + i * kp + c, 4);
+                        __m512i av = _mm512_set1_epi32(v);
+                        acc[i][0] = _mm512_dpbusd_epi32(acc[i][0], av, b0);
+                        acc[i][1] = _mm512_dpbusd_epi32(acc[i][1], av, b1);
+                        acc[i][2] = _mm512_dpbusd_epi32(acc[i][2], av, b2);
+                        acc[i][3] = _mm512_dpbusd_epi32(acc[i][3], av, b3);
+                    }
+                }
+                if (!last) {
+                    for (int i = 0; i < MR; i++)
+                        for (int j = 0; j < 4; j++)
+                            _mm512_storeu_si512(part + (i0 + i) * NR + j * 16, acc[i][j]);
+                    continue;
+                }
+                for (int i = 0; i < MR && i0 + i < m; i++)
+                    for (int j = 0; j < 4; j++)
+                        store_tile(acc[i][j], i0 + i, p * NR + j * 16, n, corr, row_scale,
+                                   col_scale, bias, out_f32, out_i32);
+            }
+        }
+    }
+    free(part);
+}
+
+/* Few rows (a GEMV, as in generation): no packing; each weight row is read once for up to
+ * DR rows of a, 64 bytes at a time, and its sum (for the +128 correction) comes from the
+ * same loads. a: [m, kp] uint8 (padded with 128 past k), w: [n, k] int8 unpacked. */
+#define DR 8
+void qgemm_u8s8_direct(const uint8_t *restrict a, ptrdiff_t m, ptrdiff_t kp,
+                       const int8_t *restrict w, ptrdiff_t n, ptrdiff_t k,
+                       const float *restrict row_scale, const float *restrict col_scale,
+                       const float *restrict bias, float *restrict out_f32,
+                       int32_t *restrict out_i32) {
+    const __m512i ones = _mm512_set1_epi8(1);
+    for (ptrdiff_t i0 = 0; i0 < m; i0 += DR) {
+        int rows = m - i0 < DR ? (int)(m - i0) : DR;
+        for (ptrdiff_t j = 0; j < n; j++) {
+            const int8_t *wr = w + j * k;
+            __m512i acc[DR], sum = _mm512_setzero_si512();
+            for (int i = 0; i < DR; i++) acc[i] = _mm512_setzero_si512();
+            for (ptrdiff_t c = 0; c < k; c += 64) {
+                ptrdiff_t left = k - c;
+                __mmask64 t = left >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << left) - 1);
+                __m512i wv = _mm512_maskz_loadu_epi8(t, wr + c);
+                sum = _mm512_dpbusd_epi32(sum, ones, wv);
+                for (int i = 0; i < rows; i++)
+                    acc[i] = _mm512_dpbusd_epi32(
+                        acc[i], _mm512_maskz_loadu_epi8(t, a + (i0 + i) * kp + c), wv);
+            }
+            int32_t corr = -128 * _mm512_reduce_add_epi32(sum);
+            for (int i = 0; i < rows; i++) {
+                int32_t v = _mm512_reduce_add_epi32(acc[i]) + corr;
+                ptrdiff_t at = (i0 + i) * n + j;
+                if (out_i32) {
+                    out_i32[at] = v;
+                } else {
+                    float y = ((float)v * row_scale[i0 + i]) * col_scale[j];
+                    out_f32[at] = bias ? y + bias[j] : y;
                 }
             }
-            for (int i = 0; i < MR && i0 + i < m; i++)
-                for (int j = 0; j < 4; j++)
-                    store_tile(acc[i][j], i0 + i, p * NR + j * 16, n, corr, row_scale,
-                               col_scale, bias, out_f32, out_i32);
         }
     }
 }
