@@ -98,9 +98,48 @@ static inline void store_tile(__m512i acc, ptrdiff_t row, ptrdiff_t col, ptrdiff
     _mm512_mask_storeu_ps(of + row * n + col, t, y);
 }
 
+/* One MR x NR tile over k in [c0, c1): 24 accumulators named one by one, so that the
+ * compiler keeps them all in registers (an array of them was spilled every step); they
+ * start from zero (first) or from io, and end in io ([MR, NR] int32, row stride NR). */
+#define ACC(i) __m512i a##i##0, a##i##1, a##i##2, a##i##3
+#define INIT(i)                                                                         \
+    a##i##0 = first ? _mm512_setzero_si512() : _mm512_loadu_si512(io + i * NR);          \
+    a##i##1 = first ? _mm512_setzero_si512() : _mm512_loadu_si512(io + i * NR + 16);     \
+    a##i##2 = first ? _mm512_setzero_si512() : _mm512_loadu_si512(io + i * NR + 32);     \
+    a##i##3 = first ? _mm512_setzero_si512() : _mm512_loadu_si512(io + i * NR + 48)
+#define STEP(i)                                                                         \
+    {                                                                                   \
+        int32_t v;                                                                      \
+        memcpy(&v, ap + i * kp + c, 4);                                                 \
+        __m512i av = _mm512_set1_epi32(v);                                              \
+        a##i##0 = _mm512_dpbusd_epi32(a##i##0, av, b0);                                 \
+        a##i##1 = _mm512_dpbusd_epi32(a##i##1, av, b1);                                 \
+        a##i##2 = _mm512_dpbusd_epi32(a##i##2, av, b2);                                 \
+        a##i##3 = _mm512_dpbusd_epi32(a##i##3, av, b3);                                 \
+    }
+#define SAVE(i)                                                                         \
+    _mm512_storeu_si512(io + i * NR, a##i##0);                                          \
+    _mm512_storeu_si512(io + i * NR + 16, a##i##1);                                     \
+    _mm512_storeu_si512(io + i * NR + 32, a##i##2);                                     \
+    _mm512_storeu_si512(io + i * NR + 48, a##i##3)
+
+static inline void micro(const uint8_t *restrict ap, ptrdiff_t kp, const int8_t *restrict bp,
+                         ptrdiff_t c0, ptrdiff_t c1, int32_t *restrict io, int first) {
+    ACC(0); ACC(1); ACC(2); ACC(3); ACC(4); ACC(5);
+    INIT(0); INIT(1); INIT(2); INIT(3); INIT(4); INIT(5);
+    for (ptrdiff_t c = c0; c < c1; c += 4) {
+        const int8_t *b = bp + c * NR;
+        __m512i b0 = _mm512_loadu_si512(b), b1 = _mm512_loadu_si512(b + 64);
+        __m512i b2 = _mm512_loadu_si512(b + 128), b3 = _mm512_loadu_si512(b + 192);
+        STEP(0) STEP(1) STEP(2) STEP(3) STEP(4) STEP(5)
+    }
+    SAVE(0); SAVE(1); SAVE(2); SAVE(3); SAVE(4); SAVE(5);
+}
+
 /* a: [mp, kp] uint8 (mp a multiple of MR), packed: qgemm_pack's panels; out [m, n].
  * k runs in blocks of KC so that a panel's block (KC * NR bytes) stays in L1 while every
- * tile of rows passes over it; the partial sums wait in `part` ([mp, NR] int32, in L2). */
+ * tile of rows passes over it; the partial sums wait in `part` ([mp, NR] int32, in L2).
+ * MR is 6: micro() names six rows of accumulators. */
 #define KC 256
 void qgemm_u8s8(const uint8_t *restrict a, ptrdiff_t m, ptrdiff_t kp,
                 const int8_t *restrict packed, ptrdiff_t n, const int32_t *restrict corr,
@@ -110,42 +149,21 @@ void qgemm_u8s8(const uint8_t *restrict a, ptrdiff_t m, ptrdiff_t kp,
     ptrdiff_t panels = (n + NR - 1) / NR, mp = (m + MR - 1) / MR * MR;
     int32_t *part = kp > KC ? (int32_t *)malloc((size_t)(mp * NR) * sizeof(int32_t)) : NULL;
     ptrdiff_t kc = part ? KC : kp; /* no memory for the partial sums: one block */
+    int32_t tile[MR * NR];
     for (ptrdiff_t p = 0; p < panels; p++) {
         const int8_t *bp = packed + p * NR * kp;
         for (ptrdiff_t c0 = 0; c0 < kp; c0 += kc) {
             ptrdiff_t c1 = c0 + kc < kp ? c0 + kc : kp;
             int first = c0 == 0, last = c1 == kp;
             for (ptrdiff_t i0 = 0; i0 < m; i0 += MR) {
-                __m512i acc[MR][4];
-                for (int i = 0; i < MR; i++)
-                    for (int j = 0; j < 4; j++)
-                        acc[i][j] = first ? _mm512_setzero_si512()
-                                          : _mm512_loadu_si512(part + (i0 + i) * NR + j * 16);
-                const uint8_t *ap = a + i0 * kp;
-                for (ptrdiff_t c = c0; c < c1; c += 4) {
-                    const int8_t *b = bp + c * NR;
-                    __m512i b0 = _mm512_loadu_si512(b), b1 = _mm512_loadu_si512(b + 64);
-                    __m512i b2 = _mm512_loadu_si512(b + 128), b3 = _mm512_loadu_si512(b + 192);
-                    for (int i = 0; i < MR; i++) {
-                        int32_t v;
-                        memcpy(&v, ap + i * kp + c, 4);
-                        __m512i av = _mm512_set1_epi32(v);
-                        acc[i][0] = _mm512_dpbusd_epi32(acc[i][0], av, b0);
-                        acc[i][1] = _mm512_dpbusd_epi32(acc[i][1], av, b1);
-                        acc[i][2] = _mm512_dpbusd_epi32(acc[i][2], av, b2);
-                        acc[i][3] = _mm512_dpbusd_epi32(acc[i][3], av, b3);
-                    }
-                }
-                if (!last) {
-                    for (int i = 0; i < MR; i++)
-                        for (int j = 0; j < 4; j++)
-                            _mm512_storeu_si512(part + (i0 + i) * NR + j * 16, acc[i][j]);
-                    continue;
-                }
+                int32_t *io = part ? part + i0 * NR : tile;
+                micro(a + i0 * kp, kp, bp, c0, c1, io, first);
+                if (!last) continue;
                 for (int i = 0; i < MR && i0 + i < m; i++)
                     for (int j = 0; j < 4; j++)
-                        store_tile(acc[i][j], i0 + i, p * NR + j * 16, n, corr, row_scale,
-                                   col_scale, bias, out_f32, out_i32);
+                        store_tile(_mm512_loadu_si512(io + i * NR + j * 16), i0 + i,
+                                   p * NR + j * 16, n, corr, row_scale, col_scale, bias,
+                                   out_f32, out_i32);
             }
         }
     }
