@@ -263,3 +263,20 @@ def test_int8_sqnr_at_least_pytorch_quantize_dynamic():
     ours = sqnr(ref, quantize(m, "int8")(sf.tensor(x)).numpy())
     assert ours >= theirs, (ours, theirs)
     assert ours > 30  # PyTorch's own bar for int8 models
+
+
+@pytest.mark.parametrize("env", [{}, {"SHAPEFLOW_BLAS": "numpy"}])
+def test_int8_token_with_nan_or_inf_gives_a_nan_row(monkeypatch, env):
+    from shapeflow.backend import igemm
+
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setattr(igemm, "_state", {"loaded": False, "fn": None, "vnni": None,
+                                          "refused": None})
+    lin = quantize(_mlp(), "int8").net[0]
+    x = np.random.default_rng(0).standard_normal((4, 128)).astype(np.float32)
+    x[1, 5], x[2, 100] = np.nan, np.inf
+    out = lin(sf.tensor(x)).numpy()
+    assert np.isnan(out[1]).all() and np.isnan(out[2]).all()
+    assert np.isfinite(out[[0, 3]]).all()
+    np.testing.assert_array_equal(out[[0, 3]], lin(sf.tensor(x[[0, 3]])).numpy())

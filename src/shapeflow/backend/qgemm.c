@@ -4,8 +4,9 @@
  * without AVX512-VNNI it builds to nothing but qgemm_vnni = 0 and igemm.py uses MKL or
  * NumPy. Three steps, each the same arithmetic as the NumPy path in quant/modules.py, so
  * the results are equal bit for bit:
- *   qgemm_quantize_rows: per row s = max|x| / 127 (1 where 0), q = rint(x / s) clamped to
- *     +-127, stored + 128 as uint8 (the unsigned operand), rows and cols padded with 128;
+ *   qgemm_quantize_rows: per row s = max|x| / 127 (1 where 0, NaN where the row holds an
+ *     inf or NaN: its outputs are NaN), q = rint(x / s) clamped to +-127, stored + 128 as
+ *     uint8 (the unsigned operand), rows and cols padded with 128;
  *   qgemm_pack: the int8 weight [n, k] into panels of 64 columns, 4 consecutive k per
  *     32-bit lane (vpdpbusd's layout), zero padded; corr[j] = -128 * sum_k w[j, k];
  *   qgemm_u8s8: acc = (a + 128) . w + corr = a . w exactly in int32, then either stored as
@@ -39,19 +40,20 @@ void qgemm_quantize_rows(const float *restrict x, ptrdiff_t m, ptrdiff_t k, ptrd
     for (ptrdiff_t i = 0; i < m; i++) {
         const float *row = x + i * k;
         uint8_t *o = out + i * kp;
-        __m512 mx = _mm512_setzero_ps();
-        ptrdiff_t j = 0;
-        for (; j + 16 <= k; j += 16)
-            mx = _mm512_max_ps(mx, _mm512_and_ps(_mm512_loadu_ps(row + j), sign));
-        if (j < k) {
-            __mmask16 t = (__mmask16)((1u << (k - j)) - 1);
-            mx = _mm512_max_ps(mx, _mm512_and_ps(_mm512_maskz_loadu_ps(t, row + j), sign));
+        __m512 mx = _mm512_setzero_ps(), bad = _mm512_setzero_ps(), zero = mx;
+        for (ptrdiff_t j = 0; j < k; j += 16) {
+            ptrdiff_t left = k - j;
+            __mmask16 t = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
+            __m512 v = _mm512_maskz_loadu_ps(t, row + j);
+            mx = _mm512_max_ps(mx, _mm512_and_ps(v, sign));
+            bad = _mm512_add_ps(bad, _mm512_mul_ps(v, zero)); /* NaN once an inf or NaN */
         }
         float s = _mm512_reduce_max_ps(mx) / 127.0f;
         if (s == 0.0f) s = 1.0f;
+        if (_mm512_reduce_add_ps(bad) != 0.0f) s = __builtin_nanf(""); /* a NaN output row */
         scales[i] = s;
         const __m512 vs = _mm512_set1_ps(s);
-        for (j = 0; j < k; j += 16) {
+        for (ptrdiff_t j = 0; j < k; j += 16) {
             ptrdiff_t left = k - j;
             __mmask16 t = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
             __m512 v = _mm512_div_ps(_mm512_maskz_loadu_ps(t, row + j), vs);

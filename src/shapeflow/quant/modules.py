@@ -161,6 +161,10 @@ class QuantizedLinear(_QuantizedWeight):
             amax = np.max(np.abs(xf), axis=1) if k else np.zeros(len(xf), np.float32)
             s = (amax / np.float32(127)).astype(np.float32)
             s[s == 0] = 1.0
+            bad = ~np.isfinite(s)
+            if bad.any():  # a token with inf/NaN: its outputs are NaN (as in qgemm.c)
+                s[bad] = np.nan
+                xf = np.where(bad[:, None], np.float32(0), xf)
             xq = np.clip(np.rint(xf / s[:, None]), -127, 127).astype(np.int8)
             y = igemm.int8_matmul(xq, w, self._int8_correction(w)).astype(np.float32)
             y *= s[:, None]
