@@ -280,3 +280,25 @@ def test_int8_token_with_nan_or_inf_gives_a_nan_row(monkeypatch, env):
     assert np.isnan(out[1]).all() and np.isnan(out[2]).all()
     assert np.isfinite(out[[0, 3]]).all()
     np.testing.assert_array_equal(out[[0, 3]], lin(sf.tensor(x[[0, 3]])).numpy())
+
+
+def test_module_constructors_refuse_what_they_cannot_hold():
+    with pytest.raises(QuantError, match="no static input scale"):
+        QuantizedLinear(4, 4, scheme="int8", static_input=True)
+    with pytest.raises(QuantError, match="unknown scheme"):
+        QuantizedLinear(4, 4, scheme="int2")
+    q = quantize(_mlp(), "int8").to("meta")
+    with pytest.raises(sf.DeviceError, match="hold no values"):
+        q.net[0].weight_q  # noqa: B018
+
+
+def test_deepcopy_and_requantizing_leave_quantized_layers_alone():
+    import copy
+
+    q = quantize(_mlp(), "int8", modules=["net.0"])
+    x = sf.randn(3, 128)
+    c = copy.deepcopy(q)
+    np.testing.assert_array_equal(c(x).detach().numpy(), q(x).detach().numpy())
+    assert sf.quant.eligible(q, "int8") == ["net.2", "net.4"]
+    qq = quantize(q, "int4-g32")
+    assert qq.net[0].scheme == "int8" and qq.net[2].scheme == "int4-g32"

@@ -15,13 +15,13 @@ import numpy as np
 from .. import dtypes as _dt
 from ..autograd import no_grad
 from ..backend import gemm, igemm
-from ..errors import DTypeError, ShapeError, ShapeIndexError
+from ..errors import DeviceError, DTypeError, ShapeError, ShapeIndexError
 from ..nn.module import Module
 from ..nn.parameter import Parameter
 from ..ops.base import Op, apply
 from ..shape import dims_equal
 from ..tensor import Tensor, describe, from_numpy
-from .qtensor import QDTYPES, QuantizedTensor, quantize_tensor
+from .qtensor import QDTYPES, QuantError, QuantizedTensor, quantize_tensor
 from .schemes import Scheme, get_scheme
 
 _FP8_MAX = {"fp8-e4m3": 448.0}
@@ -79,8 +79,9 @@ class _QuantizedWeight(Module):
         scheme = get_scheme(self.scheme)
         data = self.weight_qdata.data
         if data is None:
-            raise ShapeError(f"{type(self).__name__}.weight_q: the {self.weight_qdata.device} "
-                             "buffers hold no values", op="quantize")
+            raise DeviceError(f"{type(self).__name__}.weight_q: the "
+                              f"{self.weight_qdata.device} buffers hold no values",
+                              op="quantize", hint="read weight_q of a model on cpu")
         spec = QDTYPES[scheme.weight]
         if not spec.integer:
             data = data.view(spec.np)
@@ -103,8 +104,8 @@ class QuantizedLinear(_QuantizedWeight):
         self._init_storage(s, (out_features, in_features))
         if static_input:
             if s.activations != "fp8-e4m3":
-                raise ShapeError(f"QuantizedLinear: scheme {s.name!r} has no static input "
-                                 "scale", op="quantize")
+                raise QuantError(f"QuantizedLinear: scheme {s.name!r} has no static input "
+                                 "scale (only fp8-e4m3 calibrates one)", op="quantize")
             self.register_buffer("input_scale", from_numpy(np.ones((), np.float32)))
         self.bias = Parameter(from_numpy(np.zeros(out_features, np.float32)),
                               requires_grad=False) if bias else None
