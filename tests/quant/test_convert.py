@@ -302,3 +302,15 @@ def test_deepcopy_and_requantizing_leave_quantized_layers_alone():
     assert sf.quant.eligible(q, "int8") == ["net.2", "net.4"]
     qq = quantize(q, "int4-g32")
     assert qq.net[0].scheme == "int8" and qq.net[2].scheme == "int4-g32"
+
+
+@pytest.mark.parametrize("scheme", list(sf.quant.SCHEMES))
+def test_empty_batch_and_strided_input(scheme):
+    q = quantize(_mlp(), scheme)
+    assert q(sf.randn(0, 128)).shape == (0, 10)
+    x = sf.randn(128, 6)
+    a, b = q(x.t()).numpy(), q(x.t().contiguous()).numpy()
+    if scheme == "int8":  # integer products: independent of the layout
+        np.testing.assert_array_equal(a, b)
+    else:  # sgemm's rounding may depend on the operand's layout
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
