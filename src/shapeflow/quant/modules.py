@@ -182,10 +182,21 @@ class QuantizedLinear(_QuantizedWeight):
             y = gemm.matmul(xq, wq.T)
             y *= np.float32(np.float64(s_in) * np.float64(self.weight_scale.data))
         else:
-            y = gemm.matmul(xf, self.weight_q.dequantize_numpy().T)
+            y = gemm.matmul(xf, self._dequantized_weight(scheme).T)
         if bias is not None:
             y += bias
         return y.reshape(*x.shape[:-1], n).astype(x.dtype, copy=False)
+
+    def _dequantized_weight(self, scheme: Scheme) -> np.ndarray:
+        """The float32 weight for a weight-only product: qgemm.c's one pass, else NumPy's."""
+        spec = QDTYPES[scheme.weight]
+        if spec.integer:
+            k = self.in_features
+            w = igemm.dequantize_weight(self.weight_qdata.data, spec.bits, self._weight_shape,
+                                        scheme.group_size or k, self.weight_scale.data)
+            if w is not None:
+                return w
+        return self.weight_q.dequantize_numpy()
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
