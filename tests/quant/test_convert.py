@@ -314,3 +314,14 @@ def test_empty_batch_and_strided_input(scheme):
         np.testing.assert_array_equal(a, b)
     else:  # sgemm's rounding may depend on the operand's layout
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_module_to_double_keeps_working():
+    q = quantize(_mlp(), "int8")
+    x = sf.randn(5, 128)
+    want = q(x).numpy()
+    q.double()  # casts the float buffers (scales) and biases to float64
+    assert q.net[0].weight_scale.dtype == sf.float64
+    got = q(x.double()).numpy()
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got.astype(np.float32), want)

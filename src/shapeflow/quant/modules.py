@@ -85,8 +85,12 @@ class _QuantizedWeight(Module):
         spec = QDTYPES[scheme.weight]
         if not spec.integer:
             data = data.view(spec.np)
-        return QuantizedTensor(data, self.weight_scale.data, None, scheme.weight,
+        return QuantizedTensor(data, self._scale(), None, scheme.weight,
                                self._weight_shape, scheme.axis, scheme.group_size, True)
+
+    def _scale(self) -> np.ndarray:
+        """The weight's scales as float32 (Module.to(dtype) casts float buffers too)."""
+        return np.ascontiguousarray(self.weight_scale.data, np.float32)
 
     def weight_nbytes(self) -> int:
         """Bytes of the quantized weight: data + scales (+ zero points)."""
@@ -152,11 +156,11 @@ class QuantizedLinear(_QuantizedWeight):
         scheme = get_scheme(self.scheme)
         k, n = self.in_features, self.out_features
         xf = x.reshape(-1, k).astype(np.float32, copy=False)
-        bias = None if self.bias is None else self.bias.data
+        bias = None if self.bias is None else np.asarray(self.bias.data, np.float32)
         if scheme.activations == "int8":
             w = self.weight_qdata.data
             xf = np.ascontiguousarray(xf)
-            fused = igemm.linear_int8(xf, w, self.weight_scale.data, bias)
+            fused = igemm.linear_int8(xf, w, self._scale(), bias)
             if fused is not None:  # qgemm.c: the same steps as below, in one pass
                 return fused.reshape(*x.shape[:-1], n).astype(x.dtype, copy=False)
             amax = np.max(np.abs(xf), axis=1) if k else np.zeros(len(xf), np.float32)
@@ -169,7 +173,7 @@ class QuantizedLinear(_QuantizedWeight):
             xq = np.clip(np.rint(xf / s[:, None]), -127, 127).astype(np.int8)
             y = igemm.int8_matmul(xq, w, self._int8_correction(w)).astype(np.float32)
             y *= s[:, None]
-            y *= self.weight_scale.data
+            y *= self._scale()
         elif scheme.activations == "fp8-e4m3":
             fp8, top = QDTYPES["fp8-e4m3"].np, _FP8_MAX["fp8-e4m3"]
             if "input_scale" in self._buffers:
@@ -180,7 +184,7 @@ class QuantizedLinear(_QuantizedWeight):
             xq = np.clip(xf / s_in, -top, top).astype(fp8).astype(np.float32)
             wq = self.weight_qdata.data.view(fp8).astype(np.float32)
             y = gemm.matmul(xq, wq.T)
-            y *= np.float32(np.float64(s_in) * np.float64(self.weight_scale.data))
+            y *= np.float32(np.float64(s_in) * np.float64(self._scale()))
         else:
             y = gemm.matmul(xf, self._dequantized_weight(scheme).T)
         if bias is not None:
@@ -193,7 +197,7 @@ class QuantizedLinear(_QuantizedWeight):
         if spec.integer:
             k = self.in_features
             w = igemm.dequantize_weight(self.weight_qdata.data, spec.bits, self._weight_shape,
-                                        scheme.group_size or k, self.weight_scale.data)
+                                        scheme.group_size or k, self._scale())
             if w is not None:
                 return w
         return self.weight_q.dequantize_numpy()
