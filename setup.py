@@ -17,6 +17,8 @@ _NATIVE = {"x86_64": ["-march=native"], "AMD64": ["-march=native"],
 _KERNELS = "src/shapeflow/backend/kernels.c"
 # the library records the source it was built from: backend/kernels.py refuses a stale one
 _SOURCE = hashlib.sha256((Path(__file__).parent / _KERNELS).read_bytes()).hexdigest()
+_QGEMM = "src/shapeflow/backend/qgemm.c"  # int8 products (AVX512-VNNI), quantized Linear
+_QGEMM_SOURCE = hashlib.sha256((Path(__file__).parent / _QGEMM).read_bytes()).hexdigest()
 
 setup(ext_modules=[
     Extension("shapeflow.backend._kernels", [_KERNELS],
@@ -26,6 +28,9 @@ setup(ext_modules=[
               extra_compile_args=["-O3", "-fno-trapping-math", "-fno-math-errno",
                                   "-ffp-contract=off", "-fopenmp-simd",
                                   *_NATIVE], optional=True),
+    Extension("shapeflow.backend._qgemm", [_QGEMM],
+              define_macros=[("SHAPEFLOW_QGEMM_SOURCE", f'"{_QGEMM_SOURCE}"')],
+              extra_compile_args=["-O3", "-ffp-contract=off", *_NATIVE], optional=True),
     Extension("shapeflow.backend._alloc", ["src/shapeflow/backend/alloc.c"],
               include_dirs=[numpy.get_include()], extra_compile_args=["-O2"], optional=True),
 ])

@@ -8,16 +8,29 @@ import pytest
 from shapeflow.backend import igemm
 
 
-@pytest.fixture(params=["default", "numpy"])
-def path(request, monkeypatch):
-    """Each test on the path this machine picks (MKL where it loads) and on NumPy's."""
-    if request.param == "numpy":
-        monkeypatch.setenv("SHAPEFLOW_BLAS", "numpy")
-    monkeypatch.setattr(igemm, "_state", {"loaded": False, "fn": None})
+def _reload(monkeypatch, **env):
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setattr(igemm, "_state", {"loaded": False, "fn": None, "vnni": None,
+                                          "refused": None})
     igemm._load()
+    return igemm.backend()
+
+
+PATHS = {"default": {}, "no-kernels": {"SHAPEFLOW_KERNELS": "0"},
+         "numpy": {"SHAPEFLOW_BLAS": "numpy"}}
+
+
+@pytest.fixture(params=list(PATHS))
+def path(request, monkeypatch):
+    """Each test on the path this machine picks (qgemm.c's VNNI kernel where it was built),
+    without the compiled kernels (MKL where it loads), and on NumPy's."""
+    got = _reload(monkeypatch, **PATHS[request.param])
     if request.param == "numpy":
-        assert igemm.backend() == "numpy"
-    return request.param
+        assert got == "numpy"
+    if request.param == "no-kernels":
+        assert got != "vnni"
+    return got
 
 
 def _ref(a, w):
@@ -25,7 +38,7 @@ def _ref(a, w):
 
 
 @pytest.mark.parametrize("m,k,n", [(1, 1, 1), (3, 5, 7), (64, 256, 96), (17, 1000, 33),
-                                   (130, 64, 1)])
+                                   (130, 64, 1), (40, 700, 130)])
 def test_bit_exact_random(path, m, k, n):
     rng = np.random.default_rng(m * k + n)
     a = rng.integers(-128, 128, (m, k), dtype=np.int8)
@@ -64,10 +77,57 @@ def test_rejects_other_dtypes():
         igemm.int8_matmul(np.zeros((2, 3), np.int8), np.zeros((2, 2), np.int8))
 
 
-def test_mkl_is_used_where_it_loads():
-    igemm._load()
-    from shapeflow.backend import gemm
+def test_compiled_paths_are_used_where_they_load(monkeypatch):
+    from importlib.util import find_spec
 
-    if gemm._find_mkl() is None:
-        pytest.skip("no MKL in this environment")
-    assert igemm.backend() == "mkl"
+    from shapeflow.backend import gemm
+    from shapeflow.backend.kernels import _cpu_flags
+
+    flags = _cpu_flags() or set()
+    if find_spec("shapeflow.backend._qgemm") and "avx512_vnni" in flags:
+        assert _reload(monkeypatch) == "vnni", igemm._state["refused"]
+    if gemm._find_mkl() is not None:
+        assert _reload(monkeypatch, SHAPEFLOW_KERNELS="0") == "mkl"
+
+
+def _linear_reference(x, w, sw, bias):
+    """quant/modules.py's NumPy steps for the int8 scheme, with an int64 product."""
+    s = (np.max(np.abs(x), axis=1) / np.float32(127)).astype(np.float32)
+    s[s == 0] = 1
+    xq = np.clip(np.rint(x / s[:, None]), -127, 127).astype(np.int64)
+    y = (xq @ w.astype(np.int64).T).astype(np.float32)
+    y *= s[:, None]
+    y *= sw
+    if bias is not None:
+        y += bias
+    return y
+
+
+@pytest.mark.parametrize("m,k,n", [(1, 1, 1), (7, 5, 3), (13, 37, 70), (64, 256, 129)])
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_fused_linear_is_bit_exact(monkeypatch, m, k, n, with_bias):
+    if _reload(monkeypatch) != "vnni":
+        assert igemm.linear_int8(np.ones((2, 2), np.float32), np.ones((2, 2), np.int8),
+                                 np.ones(2, np.float32), None) is None
+        pytest.skip("qgemm.c is not in use here")
+    rng = np.random.default_rng(m + k + n)
+    x = rng.standard_normal((m, k)).astype(np.float32) * 3
+    x[0] = 0  # a zero row: scale 1
+    x[-1, 0] = 1e6  # an outlier: the rest of the row rounds to 0
+    w = rng.integers(-127, 128, (n, k), dtype=np.int8)
+    sw = rng.random(n).astype(np.float32)
+    bias = rng.standard_normal(n).astype(np.float32) if with_bias else None
+    np.testing.assert_array_equal(igemm.linear_int8(x, w, sw, bias),
+                                  _linear_reference(x, w, sw, bias))
+
+
+@pytest.mark.parametrize("m", [1, 5, 16, 17, 40])
+def test_both_vnni_kernels_agree_with_the_reference(monkeypatch, m):
+    """qgemm.c's unpacked kernel (few rows) and packed one (k blocked past 256)."""
+    if _reload(monkeypatch) != "vnni":
+        pytest.skip("qgemm.c is not in use here")
+    rng = np.random.default_rng(m)
+    a = rng.integers(-128, 128, (m, 777), dtype=np.int8)
+    w = rng.integers(-128, 128, (70, 777), dtype=np.int8)
+    for direct in (True, False):
+        np.testing.assert_array_equal(igemm._vnni_matmul(a, w, direct), _ref(a, w))

@@ -73,16 +73,19 @@ def test_int8_linear_matches_its_integer_definition():
     np.testing.assert_array_equal(lin(sf.tensor(x)).numpy()[3], lin.bias.numpy())
 
 
-def test_int8_same_output_on_the_numpy_path(monkeypatch):
+@pytest.mark.parametrize("env", [{"SHAPEFLOW_KERNELS": "0"}, {"SHAPEFLOW_BLAS": "numpy"}])
+def test_int8_same_output_on_every_product_path(monkeypatch, env):
     from shapeflow.backend import igemm
 
     m = _mlp(2)
     q = quantize(m, "int8")
-    x = sf.randn(16, 128)
+    x = sf.randn(300, 128)
     default = q(x).numpy()
-    monkeypatch.setenv("SHAPEFLOW_BLAS", "numpy")
-    monkeypatch.setattr(igemm, "_state", {"loaded": False, "fn": None})
-    assert igemm.backend() == "numpy"
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setattr(igemm, "_state", {"loaded": False, "fn": None, "vnni": None,
+                                          "refused": None})
+    assert igemm.backend() != "vnni"
     np.testing.assert_array_equal(q(x).numpy(), default)
 
 

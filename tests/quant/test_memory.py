@@ -64,3 +64,4 @@ def test_memory_report_counts_quantized_storage_exactly():
     assert rep.params == sum(p.nbytes for p in q.parameters()) + sum(
         b.nbytes for b in q.buffers())
     assert float_bytes / rep.params > 3.5
+
