@@ -58,7 +58,8 @@ def renderables(rep) -> list:
     if task.top1_agreement is not None:
         lines.append(f"top-1 agreement with the float model {task.top1_agreement:.2%}")
     if task.accuracy_float is not None:
-        lines.append(f"accuracy {task.accuracy_float:.2%} float -> {task.accuracy_quant:.2%} "
+        lines.append(f"{'next-token ' if task.language_model else ''}accuracy "
+                     f"{task.accuracy_float:.2%} float -> {task.accuracy_quant:.2%} "
                      f"quantized ({100 * (task.accuracy_quant - task.accuracy_float):+.2f} "
                      "points)")
     if task.loss_float is not None:
