@@ -177,8 +177,6 @@ def _run(model, inputs: tuple, names: list[str]):
     return _numpy(out), loss, rec
 
 
-
-
 def _replace(model, name: str, module) -> None:
     parent, _, leaf = name.rpartition(".")
     setattr(model.get_submodule(parent), leaf, module)
