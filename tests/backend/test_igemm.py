@@ -131,3 +131,21 @@ def test_both_vnni_kernels_agree_with_the_reference(monkeypatch, m):
     w = rng.integers(-128, 128, (70, 777), dtype=np.int8)
     for direct in (True, False):
         np.testing.assert_array_equal(igemm._vnni_matmul(a, w, direct), _ref(a, w))
+
+
+@pytest.mark.parametrize("qdtype,kw", [("int8", {"axis": 0}), ("int4", {"group_size": 32}),
+                                       ("int4", {"group_size": 128}), ("int4", {"group_size": 8}),
+                                       ("int4", {"group_size": 7})])
+def test_dequantize_weight_matches_numpy(monkeypatch, qdtype, kw):
+    from shapeflow.quant import quantize_tensor
+
+    if _reload(monkeypatch) != "vnni":
+        pytest.skip("qgemm.c is not in use here")
+    k = 7 * 37 if kw.get("group_size") == 7 else 256
+    x = np.random.default_rng(0).standard_normal((33, k)).astype(np.float32)
+    qt = quantize_tensor(x, qdtype, **kw)
+    group = kw.get("group_size") or k
+    bits = 4 if qdtype == "int4" else 8
+    got = igemm.dequantize_weight(qt.qdata, bits, (33, k), group, qt.scale)
+    np.testing.assert_array_equal(got, qt.dequantize_numpy())
+    assert igemm.dequantize_weight(qt.qdata, bits, (33, k), 5, qt.scale) is None

@@ -263,3 +263,65 @@ def test_int8_sqnr_at_least_pytorch_quantize_dynamic():
     ours = sqnr(ref, quantize(m, "int8")(sf.tensor(x)).numpy())
     assert ours >= theirs, (ours, theirs)
     assert ours > 30  # PyTorch's own bar for int8 models
+
+
+@pytest.mark.parametrize("env", [{}, {"SHAPEFLOW_BLAS": "numpy"}])
+def test_int8_token_with_nan_or_inf_gives_a_nan_row(monkeypatch, env):
+    from shapeflow.backend import igemm
+
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setattr(igemm, "_state", {"loaded": False, "fn": None, "vnni": None,
+                                          "refused": None})
+    lin = quantize(_mlp(), "int8").net[0]
+    x = np.random.default_rng(0).standard_normal((4, 128)).astype(np.float32)
+    x[1, 5], x[2, 100] = np.nan, np.inf
+    out = lin(sf.tensor(x)).numpy()
+    assert np.isnan(out[1]).all() and np.isnan(out[2]).all()
+    assert np.isfinite(out[[0, 3]]).all()
+    np.testing.assert_array_equal(out[[0, 3]], lin(sf.tensor(x[[0, 3]])).numpy())
+
+
+def test_module_constructors_refuse_what_they_cannot_hold():
+    with pytest.raises(QuantError, match="no static input scale"):
+        QuantizedLinear(4, 4, scheme="int8", static_input=True)
+    with pytest.raises(QuantError, match="unknown scheme"):
+        QuantizedLinear(4, 4, scheme="int2")
+    q = quantize(_mlp(), "int8").to("meta")
+    with pytest.raises(sf.DeviceError, match="hold no values"):
+        q.net[0].weight_q  # noqa: B018
+
+
+def test_deepcopy_and_requantizing_leave_quantized_layers_alone():
+    import copy
+
+    q = quantize(_mlp(), "int8", modules=["net.0"])
+    x = sf.randn(3, 128)
+    c = copy.deepcopy(q)
+    np.testing.assert_array_equal(c(x).detach().numpy(), q(x).detach().numpy())
+    assert sf.quant.eligible(q, "int8") == ["net.2", "net.4"]
+    qq = quantize(q, "int4-g32")
+    assert qq.net[0].scheme == "int8" and qq.net[2].scheme == "int4-g32"
+
+
+@pytest.mark.parametrize("scheme", list(sf.quant.SCHEMES))
+def test_empty_batch_and_strided_input(scheme):
+    q = quantize(_mlp(), scheme)
+    assert q(sf.randn(0, 128)).shape == (0, 10)
+    x = sf.randn(128, 6)
+    a, b = q(x.t()).numpy(), q(x.t().contiguous()).numpy()
+    if scheme == "int8":  # integer products: independent of the layout
+        np.testing.assert_array_equal(a, b)
+    else:  # sgemm's rounding may depend on the operand's layout
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_module_to_double_keeps_working():
+    q = quantize(_mlp(), "int8")
+    x = sf.randn(5, 128)
+    want = q(x).numpy()
+    q.double()  # casts the float buffers (scales) and biases to float64
+    assert q.net[0].weight_scale.dtype == sf.float64
+    got = q(x.double()).numpy()
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got.astype(np.float32), want)

@@ -35,6 +35,7 @@ _QGEMM_SIGNATURES = {
     "qgemm_pack": [_P, _N, _N, _N, _P, _P],
     "qgemm_u8s8": [_P, _N, _N, _P, _N, _P, _P, _P, _P, _P, _P],
     "qgemm_u8s8_direct": [_P, _N, _N, _P, _N, _N, _P, _P, _P, _P, _P],
+    "qgemm_dequantize": [_P, ctypes.c_int, _N, _N, _N, _P, _P],
 }
 # up to this many rows the unpacked kernel wins: packing the weight costs a pass over it
 DIRECT_ROWS = 16
@@ -229,3 +230,21 @@ def int8_matmul(a: np.ndarray, w: np.ndarray, correction: np.ndarray | None = No
     if _state["fn"] is None:
         return _numpy(a, w)
     return _mkl(np.ascontiguousarray(a), w, correction)
+
+
+def dequantize_weight(q: np.ndarray, bits: int, shape: tuple[int, int], group: int,
+                      scales: np.ndarray) -> np.ndarray | None:
+    """The float32 [n, k] weight of symmetric int8 (bits 8) or packed int4 (bits 4) data
+    with a float32 scale per `group` inputs of each row, in one pass (qgemm.c); None where
+    qgemm.c is not in use."""
+    if not _state["loaded"]:
+        _load()
+    lib = _state["vnni"]
+    n, k = shape
+    if lib is None or not q.flags.c_contiguous or scales.dtype != np.float32 \
+            or not scales.flags.c_contiguous or scales.size != n * (k // max(group, 1)) \
+            or group <= 0 or k % group or q.size != n * (k if bits == 8 else (k + 1) // 2):
+        return None
+    out = np.empty(shape, np.float32)
+    lib.qgemm_dequantize(address(q), bits, n, k, group, address(scales), address(out))
+    return out

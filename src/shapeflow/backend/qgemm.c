@@ -4,13 +4,15 @@
  * without AVX512-VNNI it builds to nothing but qgemm_vnni = 0 and igemm.py uses MKL or
  * NumPy. Three steps, each the same arithmetic as the NumPy path in quant/modules.py, so
  * the results are equal bit for bit:
- *   qgemm_quantize_rows: per row s = max|x| / 127 (1 where 0), q = rint(x / s) clamped to
- *     +-127, stored + 128 as uint8 (the unsigned operand), rows and cols padded with 128;
+ *   qgemm_quantize_rows: per row s = max|x| / 127 (1 where 0, NaN where the row holds an
+ *     inf or NaN: its outputs are NaN), q = rint(x / s) clamped to +-127, stored + 128 as
+ *     uint8 (the unsigned operand), rows and cols padded with 128;
  *   qgemm_pack: the int8 weight [n, k] into panels of 64 columns, 4 consecutive k per
  *     32-bit lane (vpdpbusd's layout), zero padded; corr[j] = -128 * sum_k w[j, k];
  *   qgemm_u8s8: acc = (a + 128) . w + corr = a . w exactly in int32, then either stored as
  *     int32 or as float32 ((float)acc * s_row) * s_col (+ bias), in that order (no FMA);
- *   qgemm_u8s8_direct: the same for a few rows, on the unpacked weight (no packing).
+ *   qgemm_u8s8_direct: the same for a few rows, on the unpacked weight (no packing);
+ *   qgemm_dequantize: int8 / int4 weights with per-row or per-group scales to float32.
  * Arrays are C-contiguous; sizes are element counts.
  */
 #include <stddef.h>
@@ -39,19 +41,20 @@ void qgemm_quantize_rows(const float *restrict x, ptrdiff_t m, ptrdiff_t k, ptrd
     for (ptrdiff_t i = 0; i < m; i++) {
         const float *row = x + i * k;
         uint8_t *o = out + i * kp;
-        __m512 mx = _mm512_setzero_ps();
-        ptrdiff_t j = 0;
-        for (; j + 16 <= k; j += 16)
-            mx = _mm512_max_ps(mx, _mm512_and_ps(_mm512_loadu_ps(row + j), sign));
-        if (j < k) {
-            __mmask16 t = (__mmask16)((1u << (k - j)) - 1);
-            mx = _mm512_max_ps(mx, _mm512_and_ps(_mm512_maskz_loadu_ps(t, row + j), sign));
+        __m512 mx = _mm512_setzero_ps(), bad = _mm512_setzero_ps(), zero = mx;
+        for (ptrdiff_t j = 0; j < k; j += 16) {
+            ptrdiff_t left = k - j;
+            __mmask16 t = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
+            __m512 v = _mm512_maskz_loadu_ps(t, row + j);
+            mx = _mm512_max_ps(mx, _mm512_and_ps(v, sign));
+            bad = _mm512_add_ps(bad, _mm512_mul_ps(v, zero)); /* NaN once an inf or NaN */
         }
         float s = _mm512_reduce_max_ps(mx) / 127.0f;
         if (s == 0.0f) s = 1.0f;
+        if (_mm512_reduce_add_ps(bad) != 0.0f) s = __builtin_nanf(""); /* a NaN output row */
         scales[i] = s;
         const __m512 vs = _mm512_set1_ps(s);
-        for (j = 0; j < k; j += 16) {
+        for (ptrdiff_t j = 0; j < k; j += 16) {
             ptrdiff_t left = k - j;
             __mmask16 t = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
             __m512 v = _mm512_div_ps(_mm512_maskz_loadu_ps(t, row + j), vs);
@@ -205,6 +208,55 @@ void qgemm_u8s8_direct(const uint8_t *restrict a, ptrdiff_t m, ptrdiff_t kp,
                     float y = ((float)v * row_scale[i0 + i]) * col_scale[j];
                     out_f32[at] = bias ? y + bias[j] : y;
                 }
+            }
+        }
+    }
+}
+
+/* Weight-only layers: the float32 weight [n, k] from int8 (bits 8) or packed int4 (bits 4,
+ * two a byte, low nibble first) with one scale per g inputs of a row: (float)q * scale, one
+ * rounding, as QuantizedTensor.dequantize_numpy computes it. */
+void qgemm_dequantize(const uint8_t *restrict q, int bits, ptrdiff_t n, ptrdiff_t k,
+                      ptrdiff_t g, const float *restrict scales, float *restrict out) {
+    ptrdiff_t groups = k / g, row_bytes = bits == 4 ? (k + 1) / 2 : k;
+    for (ptrdiff_t j = 0; j < n; j++) {
+        const uint8_t *r = q + j * row_bytes;
+        const float *s = scales + j * groups;
+        float *o = out + j * k;
+        for (ptrdiff_t c0 = 0; c0 < k; c0 += g) {
+            float sc = s[c0 / g];
+            if (bits == 4 && g % 32 == 0) { /* 16 bytes -> 32 values, interleaved back */
+                const __m512i idx_lo = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18,
+                                                        2, 17, 1, 16, 0);
+                const __m512i idx_hi = _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27,
+                                                        11, 26, 10, 25, 9, 24, 8);
+                const __m512i m15 = _mm512_set1_epi32(15), m8 = _mm512_set1_epi32(8);
+                const __m512 vs = _mm512_set1_ps(sc);
+                for (ptrdiff_t c = c0; c < c0 + g; c += 32) {
+                    __m512i b =
+                        _mm512_cvtepu8_epi32(_mm_loadu_si128((const void *)(r + c / 2)));
+                    __m512i lo = _mm512_and_si512(b, m15), hi = _mm512_srli_epi32(b, 4);
+                    lo = _mm512_sub_epi32(_mm512_xor_si512(lo, m8), m8); /* sign-extend */
+                    hi = _mm512_sub_epi32(_mm512_xor_si512(hi, m8), m8);
+                    __m512 fl = _mm512_mul_ps(_mm512_cvtepi32_ps(lo), vs);
+                    __m512 fh = _mm512_mul_ps(_mm512_cvtepi32_ps(hi), vs);
+                    _mm512_storeu_ps(o + c, _mm512_permutex2var_ps(fl, idx_lo, fh));
+                    _mm512_storeu_ps(o + c + 16, _mm512_permutex2var_ps(fl, idx_hi, fh));
+                }
+            } else if (bits == 4 && g % 2 == 0) { /* whole bytes: two values each, no branch */
+                const uint8_t *b = r + c0 / 2;
+                float *d = o + c0;
+                for (ptrdiff_t i = 0; i < g / 2; i++) {
+                    d[2 * i] = (float)(((b[i] & 15) ^ 8) - 8) * sc;
+                    d[2 * i + 1] = (float)(((b[i] >> 4) ^ 8) - 8) * sc;
+                }
+            } else if (bits == 4) {
+                for (ptrdiff_t c = c0; c < c0 + g; c++) {
+                    int nib = (c & 1) ? r[c >> 1] >> 4 : r[c >> 1] & 15;
+                    o[c] = (float)((nib ^ 8) - 8) * sc;
+                }
+            } else {
+                for (ptrdiff_t c = c0; c < c0 + g; c++) o[c] = (float)(int8_t)r[c] * sc;
             }
         }
     }

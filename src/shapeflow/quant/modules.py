@@ -15,13 +15,13 @@ import numpy as np
 from .. import dtypes as _dt
 from ..autograd import no_grad
 from ..backend import gemm, igemm
-from ..errors import DTypeError, ShapeError, ShapeIndexError
+from ..errors import DeviceError, DTypeError, ShapeError, ShapeIndexError
 from ..nn.module import Module
 from ..nn.parameter import Parameter
 from ..ops.base import Op, apply
 from ..shape import dims_equal
 from ..tensor import Tensor, describe, from_numpy
-from .qtensor import QDTYPES, QuantizedTensor, quantize_tensor
+from .qtensor import QDTYPES, QuantError, QuantizedTensor, quantize_tensor
 from .schemes import Scheme, get_scheme
 
 _FP8_MAX = {"fp8-e4m3": 448.0}
@@ -79,13 +79,18 @@ class _QuantizedWeight(Module):
         scheme = get_scheme(self.scheme)
         data = self.weight_qdata.data
         if data is None:
-            raise ShapeError(f"{type(self).__name__}.weight_q: the {self.weight_qdata.device} "
-                             "buffers hold no values", op="quantize")
+            raise DeviceError(f"{type(self).__name__}.weight_q: the "
+                              f"{self.weight_qdata.device} buffers hold no values",
+                              op="quantize", hint="read weight_q of a model on cpu")
         spec = QDTYPES[scheme.weight]
         if not spec.integer:
             data = data.view(spec.np)
-        return QuantizedTensor(data, self.weight_scale.data, None, scheme.weight,
+        return QuantizedTensor(data, self._scale(), None, scheme.weight,
                                self._weight_shape, scheme.axis, scheme.group_size, True)
+
+    def _scale(self) -> np.ndarray:
+        """The weight's scales as float32 (Module.to(dtype) casts float buffers too)."""
+        return np.ascontiguousarray(self.weight_scale.data, np.float32)
 
     def weight_nbytes(self) -> int:
         """Bytes of the quantized weight: data + scales (+ zero points)."""
@@ -103,8 +108,8 @@ class QuantizedLinear(_QuantizedWeight):
         self._init_storage(s, (out_features, in_features))
         if static_input:
             if s.activations != "fp8-e4m3":
-                raise ShapeError(f"QuantizedLinear: scheme {s.name!r} has no static input "
-                                 "scale", op="quantize")
+                raise QuantError(f"QuantizedLinear: scheme {s.name!r} has no static input "
+                                 "scale (only fp8-e4m3 calibrates one)", op="quantize")
             self.register_buffer("input_scale", from_numpy(np.ones((), np.float32)))
         self.bias = Parameter(from_numpy(np.zeros(out_features, np.float32)),
                               requires_grad=False) if bias else None
@@ -151,20 +156,24 @@ class QuantizedLinear(_QuantizedWeight):
         scheme = get_scheme(self.scheme)
         k, n = self.in_features, self.out_features
         xf = x.reshape(-1, k).astype(np.float32, copy=False)
-        bias = None if self.bias is None else self.bias.data
+        bias = None if self.bias is None else np.asarray(self.bias.data, np.float32)
         if scheme.activations == "int8":
             w = self.weight_qdata.data
             xf = np.ascontiguousarray(xf)
-            fused = igemm.linear_int8(xf, w, self.weight_scale.data, bias)
+            fused = igemm.linear_int8(xf, w, self._scale(), bias)
             if fused is not None:  # qgemm.c: the same steps as below, in one pass
                 return fused.reshape(*x.shape[:-1], n).astype(x.dtype, copy=False)
             amax = np.max(np.abs(xf), axis=1) if k else np.zeros(len(xf), np.float32)
             s = (amax / np.float32(127)).astype(np.float32)
             s[s == 0] = 1.0
+            bad = ~np.isfinite(s)
+            if bad.any():  # a token with inf/NaN: its outputs are NaN (as in qgemm.c)
+                s[bad] = np.nan
+                xf = np.where(bad[:, None], np.float32(0), xf)
             xq = np.clip(np.rint(xf / s[:, None]), -127, 127).astype(np.int8)
             y = igemm.int8_matmul(xq, w, self._int8_correction(w)).astype(np.float32)
             y *= s[:, None]
-            y *= self.weight_scale.data
+            y *= self._scale()
         elif scheme.activations == "fp8-e4m3":
             fp8, top = QDTYPES["fp8-e4m3"].np, _FP8_MAX["fp8-e4m3"]
             if "input_scale" in self._buffers:
@@ -175,12 +184,23 @@ class QuantizedLinear(_QuantizedWeight):
             xq = np.clip(xf / s_in, -top, top).astype(fp8).astype(np.float32)
             wq = self.weight_qdata.data.view(fp8).astype(np.float32)
             y = gemm.matmul(xq, wq.T)
-            y *= np.float32(np.float64(s_in) * np.float64(self.weight_scale.data))
+            y *= np.float32(np.float64(s_in) * np.float64(self._scale()))
         else:
-            y = gemm.matmul(xf, self.weight_q.dequantize_numpy().T)
+            y = gemm.matmul(xf, self._dequantized_weight(scheme).T)
         if bias is not None:
             y += bias
         return y.reshape(*x.shape[:-1], n).astype(x.dtype, copy=False)
+
+    def _dequantized_weight(self, scheme: Scheme) -> np.ndarray:
+        """The float32 weight for a weight-only product: qgemm.c's one pass, else NumPy's."""
+        spec = QDTYPES[scheme.weight]
+        if spec.integer:
+            k = self.in_features
+            w = igemm.dequantize_weight(self.weight_qdata.data, spec.bits, self._weight_shape,
+                                        scheme.group_size or k, self._scale())
+            if w is not None:
+                return w
+        return self.weight_q.dequantize_numpy()
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
