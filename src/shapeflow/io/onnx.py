@@ -29,6 +29,10 @@ __all__ = ["export", "ExportError"]
 
 MIN_OPSET = 13
 
+# (claims(model), export(model, ...)) pairs installed by the parts above io that export some
+# models their own way: sf.quant writes its quantized modules as QDQ pairs (quant.onnx_qdq)
+MODEL_EXPORTERS: list = []
+
 
 def _need_onnx():
     try:
@@ -49,11 +53,17 @@ def export(model, example_inputs, path, input_names=None, output_names=None,
     image, the features of an MLP) stays fixed. A dict `{input name or index: {axis: name}}`
     says exactly which, and symbolic meta inputs bring their own. Only tensor outputs are
     exported (a GPT's `(logits, None)` gives `logits`). Returns the `onnx.ModelProto`.
+    A quantized model (`sf.quant.quantize`) is written as QDQ pairs at opset 21 or newer
+    (see shapeflow.quant.onnx_qdq).
     """
     onnx = _need_onnx()
     if not hasattr(model, "named_parameters"):
         raise ExportError(f"export: expected a shapeflow nn.Module, got {type(model).__name__}",
                           op="onnx.export")
+    for claims, export_model in MODEL_EXPORTERS:  # sf.quant's models: QDQ pairs
+        if claims(model):
+            return export_model(model, example_inputs, path, input_names, output_names,
+                                dynamic_dims, opset, check)
     if opset < MIN_OPSET:
         raise ExportError(f"ONNX export supports opset {MIN_OPSET} and newer, got {opset}",
                           op="onnx.export")

@@ -5,9 +5,12 @@ from .checkpoint import load, quant_config, save
 from .convert import eligible, quantize
 from .metrics import cosine_similarity, normalized_l2, sqnr
 from .modules import QuantizedEmbedding, QuantizedLinear
+from .onnx_qdq import install as _install_onnx_export
 from .qtensor import QDTYPES, QuantError, QuantizedTensor, pack_int4, quantize_tensor, unpack_int4
 from .report import QuantReport, Suggestion, report
 from .schemes import SCHEMES, Scheme, get_scheme
+
+_install_onnx_export()  # sf.onnx.export writes quantized models as QDQ pairs
 
 __all__ = ["QuantizedTensor", "quantize_tensor", "quantize", "QuantizedLinear",
            "QuantizedEmbedding", "SCHEMES", "Scheme", "get_scheme", "QDTYPES", "QuantError",

@@ -103,6 +103,7 @@ class Task:
     accuracy_quant: float | None = None
     loss_float: float | None = None
     loss_quant: float | None = None
+    language_model: bool = False  # the loss is per token: perplexity means something
 
     @property
     def perplexity_float(self) -> float | None:
@@ -176,8 +177,6 @@ def _run(model, inputs: tuple, names: list[str]):
     return _numpy(out), loss, rec
 
 
-
-
 def _replace(model, name: str, module) -> None:
     parent, _, leaf = name.rpartition(".")
     setattr(model.get_submodule(parent), leaf, module)
@@ -201,7 +200,8 @@ def _log_softmax_loss(logits: np.ndarray, target: np.ndarray) -> float:
 
 
 def _task(ref: np.ndarray, out: np.ndarray, target, loss_f, loss_q) -> Task:
-    task = Task(loss_float=loss_f, loss_quant=loss_q)
+    task = Task(loss_float=loss_f, loss_quant=loss_q,
+                language_model=loss_f is not None or ref.ndim > 2)
     if ref.ndim < 2:
         return task
     task.top1_agreement = float((ref.argmax(-1) == out.argmax(-1)).mean())

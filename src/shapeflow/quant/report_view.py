@@ -58,13 +58,17 @@ def renderables(rep) -> list:
     if task.top1_agreement is not None:
         lines.append(f"top-1 agreement with the float model {task.top1_agreement:.2%}")
     if task.accuracy_float is not None:
-        lines.append(f"accuracy {task.accuracy_float:.2%} float -> {task.accuracy_quant:.2%} "
+        lines.append(f"{'next-token ' if task.language_model else ''}accuracy "
+                     f"{task.accuracy_float:.2%} float -> {task.accuracy_quant:.2%} "
                      f"quantized ({100 * (task.accuracy_quant - task.accuracy_float):+.2f} "
                      "points)")
     if task.loss_float is not None:
-        lines.append(f"loss {task.loss_float:.4f} -> {task.loss_quant:.4f} "
-                     f"({task.loss_quant - task.loss_float:+.4f}), perplexity "
-                     f"{task.perplexity_float:.3f} -> {task.perplexity_quant:.3f}")
+        line = (f"loss {task.loss_float:.4f} -> {task.loss_quant:.4f} "
+                f"({task.loss_quant - task.loss_float:+.4f})")
+        if task.language_model:
+            line += (f", perplexity {task.perplexity_float:.3f} -> "
+                     f"{task.perplexity_quant:.3f}")
+        lines.append(line + ("" if task.language_model else " (cross-entropy)"))
     if rep.left_float:
         lines.append("left float (the scheme cannot store them): " + "; ".join(
             f"{n} ({why})" for n, why in rep.left_float.items()))
