@@ -28,6 +28,10 @@ _SIGNATURES = {
     "softmax_backward_f32": [_P, _P, _P, _N, _N, _F],
     "cross_entropy_f32": [_P, _P, _P, _N, _N, ctypes.c_int64, _P, _P],
     "cross_entropy_backward_f32": [_P, _P, _P, _P, _N, _N, ctypes.c_int64, _F],
+    "lstm_cell_f32": [_P, _P, _N, _P, _N, _P, _N, _N, _N],
+    "lstm_cell_backward_f32": [_P, _P, _N, _P, _N, _P, _N, _P, _P, _N, _P, _P, _P, _N, _N],
+    "gru_cell_f32": [_P, _N, _P, _P, _N, _P, _P, _N, _N, _N],
+    "gru_cell_backward_f32": [_P, _P, _P, _N, _P, _P, _P, _N, _N],
 }
 _RESTYPES = {"cross_entropy_f32": _N, "cross_entropy_backward_f32": _N}
 _state: dict = {"lib": None, "loaded": False, "enabled": True, "refused": None}
@@ -253,3 +257,36 @@ def cross_entropy_backward(x2: np.ndarray, t: np.ndarray, lse: np.ndarray, ignor
     bad = lib.cross_entropy_backward_f32(address(x2), address(t), address(lse), address(dx),
                                          x2.shape[0], x2.shape[1], ignore_index, scale)
     return None if bad >= 0 else dx
+
+
+class Cells:
+    """The recurrent-cell kernels (kernels.c, "recurrent cells") as raw ctypes functions.
+
+    They take addresses and row strides in elements, no arrays: the recurrent op's loop
+    (ops/nn/recurrent_cells.py) checks its buffers once with `rows` and then calls these per
+    step with offsets into them, which keeps each step's call to a few microseconds.
+    """
+
+    def __init__(self, lib) -> None:
+        self.lstm = lib.lstm_cell_f32
+        self.lstm_backward = lib.lstm_cell_backward_f32
+        self.gru = lib.gru_cell_f32
+        self.gru_backward = lib.gru_cell_backward_f32
+
+
+def cells() -> Cells | None:
+    """The recurrent-cell kernels, or None where the compiled library is not in use."""
+    lib = _lib()
+    return None if lib is None else Cells(lib)
+
+
+def rows(a: np.ndarray) -> tuple[int, int] | None:
+    """(address, row stride in elements) of a 2-D float32 array whose rows are contiguous
+    and do not overlap; None for anything else."""
+    if a.dtype != _F32 or a.ndim != 2:
+        return None
+    s0, s1 = a.strides
+    n, m = a.shape
+    if (s1 != 4 and m > 1) or s0 % 4 or (n > 1 and s0 < 4 * m):
+        return None
+    return a.ctypes.data, s0 // 4
