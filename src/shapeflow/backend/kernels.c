@@ -504,3 +504,160 @@ void gru_cell_backward_f32(const float *restrict g, const float *restrict hp,
         }
     }
 }
+
+/* ---- batch norm over x [N, C, L] (training statistics), float32 ----------------------
+ * Per channel: sums over the N rows of L in float32 lanes, added across rows in float64.
+ * Forward: mean, sq = sum (x - mean)^2 (two passes: no cancellation), invstd =
+ * 1 / sqrt(sq / count + eps), out = (x - mean) * (invstd * w) + b; w, b may be NULL. */
+static double bn_sum(const float *restrict x, ptrdiff_t N, ptrdiff_t stride, ptrdiff_t L) {
+    double s = 0.0;
+    for (ptrdiff_t n = 0; n < N; n++) {
+        const float *row = x + n * stride;
+        float r = 0.0f;
+#pragma omp simd reduction(+ : r)
+        for (ptrdiff_t l = 0; l < L; l++) r += row[l];
+        s += (double)r;
+    }
+    return s;
+}
+
+void batch_norm_f32(const float *restrict x, const float *restrict w, const float *restrict b,
+                    float *restrict out, float *restrict mean, float *restrict invstd,
+                    float *restrict sq, ptrdiff_t N, ptrdiff_t C, ptrdiff_t L, float eps) {
+    ptrdiff_t stride = C * L;
+    double count = (double)N * (double)L;
+    for (ptrdiff_t c = 0; c < C; c++) {
+        const float *xc = x + c * L;
+        float m = (float)(bn_sum(xc, N, stride, L) / count);
+        double s2 = 0.0;
+        for (ptrdiff_t n = 0; n < N; n++) {
+            const float *row = xc + n * stride;
+            float r = 0.0f;
+#pragma omp simd reduction(+ : r)
+            for (ptrdiff_t l = 0; l < L; l++) {
+                float d = row[l] - m;
+                r += d * d;
+            }
+            s2 += (double)r;
+        }
+        float rs = 1.0f / sqrtf((float)(s2 / count) + eps);
+        float scale = w ? rs * w[c] : rs, shift = b ? b[c] : 0.0f;
+        for (ptrdiff_t n = 0; n < N; n++) {
+            const float *row = xc + n * stride;
+            float *o = out + c * L + n * stride;
+#pragma omp simd
+            for (ptrdiff_t l = 0; l < L; l++) o[l] = (row[l] - m) * scale + shift;
+        }
+        mean[c] = m;
+        invstd[c] = rs;
+        sq[c] = (float)s2;
+    }
+}
+
+/* Backward: per channel sum_g = sum g, dot = sum g (x - mean); k1 = invstd * w,
+ * k2 = -k1 invstd^2 dot / count, k3 = -k1 sum_g / count - mean k2 (training; else both
+ * 0), dx = g k1 + x k2 + k3, dw = dot * invstd, db = sum_g. w may be NULL. */
+void batch_norm_backward_f32(const float *restrict g, const float *restrict x,
+                             const float *restrict mean, const float *restrict invstd,
+                             const float *restrict w, float *restrict dx, float *restrict dw,
+                             float *restrict db, ptrdiff_t N, ptrdiff_t C, ptrdiff_t L,
+                             int training) {
+    ptrdiff_t stride = C * L;
+    float count = (float)((double)N * (double)L);
+    for (ptrdiff_t c = 0; c < C; c++) {
+        const float *gc = g + c * L, *xc = x + c * L;
+        float m = mean[c];
+        double sg = 0.0, sd = 0.0;
+        for (ptrdiff_t n = 0; n < N; n++) {
+            const float *gr = gc + n * stride, *xr = xc + n * stride;
+            float a = 0.0f, d = 0.0f;
+#pragma omp simd reduction(+ : a, d)
+            for (ptrdiff_t l = 0; l < L; l++) {
+                a += gr[l];
+                d += gr[l] * (xr[l] - m);
+            }
+            sg += (double)a;
+            sd += (double)d;
+        }
+        float sum_g = (float)sg, dot = (float)sd, rs = invstd[c];
+        float k1 = w ? rs * w[c] : rs, k2 = 0.0f, k3 = 0.0f;
+        if (training) {
+            k2 = -k1 * rs * rs * dot / count;
+            k3 = -k1 * sum_g / count - m * k2;
+        }
+        for (ptrdiff_t n = 0; n < N; n++) {
+            const float *gr = gc + n * stride, *xr = xc + n * stride;
+            float *o = dx + c * L + n * stride;
+#pragma omp simd
+            for (ptrdiff_t l = 0; l < L; l++) o[l] = (gr[l] * k1 + xr[l] * k2) + k3;
+        }
+        dw[c] = dot * rs;
+        db[c] = sum_g;
+    }
+}
+
+/* ---- im2col / col2im through channels-last windows, float32 --------------------------
+ * x [N, C, H, W] (NCHW) <-> cols [N, oh, ow, kh, kw, C]: each window tap is C contiguous
+ * floats, so the copies move whole vectors. scratch holds one image padded and channels-last
+ * ([Hp, Wp, C], Hp = H + pt + pb, Wp = W + pl + pr); the padding is zeros. */
+static void nhwc_windows(const float *restrict xp, float *restrict cols, ptrdiff_t Wp,
+                         ptrdiff_t C, ptrdiff_t oh, ptrdiff_t ow, ptrdiff_t kh, ptrdiff_t kw,
+                         ptrdiff_t sh, ptrdiff_t sw, ptrdiff_t dh, ptrdiff_t dw) {
+    for (ptrdiff_t i = 0; i < oh; i++)
+        for (ptrdiff_t j = 0; j < ow; j++)
+            for (ptrdiff_t ki = 0; ki < kh; ki++)
+                for (ptrdiff_t kj = 0; kj < kw; kj++) {
+                    const float *src = xp + ((i * sh + ki * dh) * Wp + j * sw + kj * dw) * C;
+                    float *dst = cols + (((i * ow + j) * kh + ki) * kw + kj) * C;
+#pragma omp simd
+                    for (ptrdiff_t c = 0; c < C; c++) dst[c] = src[c];
+                }
+}
+
+void im2col_f32(const float *restrict x, float *restrict cols, float *restrict scratch,
+                ptrdiff_t N, ptrdiff_t C, ptrdiff_t H, ptrdiff_t W, ptrdiff_t pt, ptrdiff_t pb,
+                ptrdiff_t pl, ptrdiff_t pr, ptrdiff_t oh, ptrdiff_t ow, ptrdiff_t kh,
+                ptrdiff_t kw, ptrdiff_t sh, ptrdiff_t sw, ptrdiff_t dh, ptrdiff_t dw) {
+    ptrdiff_t Hp = H + pt + pb, Wp = W + pl + pr;
+    for (ptrdiff_t e = 0; e < Hp * Wp * C; e++) scratch[e] = 0.0f;
+    for (ptrdiff_t n = 0; n < N; n++) {
+        const float *xn = x + n * C * H * W;
+        for (ptrdiff_t y = 0; y < H; y++)
+            for (ptrdiff_t xx = 0; xx < W; xx++) {
+                float *dst = scratch + ((y + pt) * Wp + xx + pl) * C;
+                const float *src = xn + y * W + xx;
+                for (ptrdiff_t c = 0; c < C; c++) dst[c] = src[c * H * W];
+            }
+        nhwc_windows(scratch, cols + n * oh * ow * kh * kw * C, Wp, C, oh, ow, kh, kw, sh, sw,
+                     dh, dw);
+    }
+}
+
+/* The adjoint: dx [N, C, H, W] = the sum of each column entry at its input position (taps
+ * that read padding are dropped). */
+void col2im_f32(const float *restrict cols, float *restrict dx, float *restrict scratch,
+                ptrdiff_t N, ptrdiff_t C, ptrdiff_t H, ptrdiff_t W, ptrdiff_t pt, ptrdiff_t pb,
+                ptrdiff_t pl, ptrdiff_t pr, ptrdiff_t oh, ptrdiff_t ow, ptrdiff_t kh,
+                ptrdiff_t kw, ptrdiff_t sh, ptrdiff_t sw, ptrdiff_t dh, ptrdiff_t dw) {
+    ptrdiff_t Hp = H + pt + pb, Wp = W + pl + pr;
+    for (ptrdiff_t n = 0; n < N; n++) {
+        for (ptrdiff_t e = 0; e < Hp * Wp * C; e++) scratch[e] = 0.0f;
+        const float *cn = cols + n * oh * ow * kh * kw * C;
+        for (ptrdiff_t i = 0; i < oh; i++)
+            for (ptrdiff_t j = 0; j < ow; j++)
+                for (ptrdiff_t ki = 0; ki < kh; ki++)
+                    for (ptrdiff_t kj = 0; kj < kw; kj++) {
+                        float *dst = scratch + ((i * sh + ki * dh) * Wp + j * sw + kj * dw) * C;
+                        const float *src = cn + (((i * ow + j) * kh + ki) * kw + kj) * C;
+#pragma omp simd
+                        for (ptrdiff_t c = 0; c < C; c++) dst[c] += src[c];
+                    }
+        float *dn = dx + n * C * H * W;
+        for (ptrdiff_t y = 0; y < H; y++)
+            for (ptrdiff_t xx = 0; xx < W; xx++) {
+                const float *src = scratch + ((y + pt) * Wp + xx + pl) * C;
+                float *dst = dn + y * W + xx;
+                for (ptrdiff_t c = 0; c < C; c++) dst[c * H * W] = src[c];
+            }
+    }
+}
