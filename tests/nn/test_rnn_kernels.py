@@ -183,3 +183,20 @@ def test_long_sequence_and_reverse_batch_one(rng):
     (to.sum() + tc.sum()).backward()
     np.testing.assert_allclose(so.detach().numpy(), as_np(to), rtol=1e-4, atol=2e-5)
     np.testing.assert_allclose(sx.grad.numpy(), tx.grad.numpy(), rtol=1e-3, atol=1e-4)
+
+
+@pytest.mark.parametrize("trans", [False, True])
+def test_packed_weight_products_equal_plain_ones(trans, rng):
+    from shapeflow.backend.gemm_packed import Packed
+
+    w = rng.standard_normal((96, 64)).astype(np.float32)
+    b = w.T if trans else w  # [64, 96] or [96, 64]
+    k, n = b.shape
+    pk = Packed(b, 8)
+    for rows in (8, 5):  # the packed row count, and another (the plain gemm)
+        a = rng.standard_normal((rows, k)).astype(np.float32)
+        out = np.ones((rows + 2, n), np.float32)
+        pk.acc(a, out[1:rows + 1])
+        np.testing.assert_allclose(out[1:rows + 1], 1 + a.astype(np.float64) @ b, rtol=1e-5,
+                                   atol=1e-5)
+        assert (out[0] == 1).all() and (out[-1] == 1).all()

@@ -172,9 +172,14 @@ class Recurrence(Op):
         xs = shapes["x"]
         n = xs[0] if self.batch_sizes is not None else xs[0] * xs[1]
         # the kernel's big buffers, made as Tensors so that a meta run's tracker sees them
+        cells = _cells(dt.np)
+        # the compiled LSTM loop keeps x beside every step's h_{t-1}: one gemm for both dWs
+        feat = xs[-1] if (cells is not None and self.name == "lstm" and need["w_ih"]
+                          and need["w_hh"]) else 0
         scratch = [Tensor._make(None if states.data is None else np.empty(s, dt.np), s, dt,
                                 dev)
-                   for s in steps_np.scratch_shapes(self.name, n, self.hidden, self.proj)]
+                   for s in steps_np.scratch_shapes(self.name, n, self.hidden, self.proj,
+                                                    feat)]
         if states.data is None:  # meta: shapes only
             return tuple(Tensor._make(None, shapes[k], dt, dev) if need[k] else None
                          for k in names)
@@ -190,7 +195,6 @@ class Recurrence(Op):
         h0, w_hh, s2 = saved["h0"].data, saved["w_hh"].data, states.data.reshape(steps.n, -1)
         gates = saved["gates"].data.reshape(steps.n, -1) if "gates" in saved else None
         need_b = need.get("b_ih", False) or need.get("b_hh", False)
-        cells = _cells(s2.dtype)
         if self.name == "lstm":
             w_hr = saved["w_hr"].data if self.has_proj else None
             args = (ds, x2, h0, saved["c0"].data, w_ih, w_hh, w_hr, s2, gates, steps,

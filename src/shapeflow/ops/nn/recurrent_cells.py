@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...backend import gemm, kernels
+from ...backend.gemm_packed import Packed
 from ..blas_sum import col_sums
 from .recurrent_steps import Steps
 
@@ -66,9 +67,10 @@ def lstm_forward(x2, h0, c0, w_ih, w_hh, bias, w_hr, steps: Steps, cells: kernel
     prev_c = _Prev(steps, sp, ld, c0, p, p + h)
     tmp = np.empty((steps.batch, h), np.float32) if w_hr is not None else None
     w_hr_t = None if w_hr is None else w_hr.T
+    whh_p = Packed(whh_t, steps.batch)  # packed once for the L products
     for t in steps.order:
         a, bs = steps.offsets[t], steps.sizes[t]
-        gemm.matmul_acc(steps.prev(t, states, h0, 0, p), whh_t, gates[a:a + bs])
+        whh_p.acc(steps.prev(t, states, h0, 0, p), gates[a:a + bs])
         cp, ldcp, _keep = prev_c(t, states)
         row = sp + a * ld * _F4
         if tmp is None:
@@ -85,7 +87,11 @@ def lstm_backward(ds, x2, h0, c0, w_ih, w_hh, w_hr, states, gates, steps: Steps,
     """Gradients (x, h0, c0, w_ih, w_hh, bias, w_hr) from ds [N, P + H]."""
     h = w_hh.shape[0] // 4
     p = h if w_hr is None else w_hr.shape[0]
-    dg, hp = scratch[:2]
+    dg, xh = scratch[:2]
+    feat = xh.shape[1] - p  # > 0: x beside h_{t-1}, both weight gradients in one gemm
+    if feat:
+        xh[:, :feat] = x2
+    hp = xh[:, feat:]
     dh_all, r_all = scratch[2:] if w_hr is not None else (None, None)
     ds, dsp, ldd = _rows(ds)
     states, sp, ld = _rows(states)
@@ -94,6 +100,7 @@ def lstm_backward(ds, x2, h0, c0, w_ih, w_hh, w_hr, states, gates, steps: Steps,
     dhp, dcp, dgp = dh_c.ctypes.data, dc_c.ctypes.data, dg.ctypes.data
     rp = None if r_all is None else r_all.ctypes.data
     prev_c = _Prev(steps, sp, ld, c0, p, p + h)
+    whh_p = Packed(w_hh, steps.batch)
     for t in reversed(steps.order):
         a, bs = steps.offsets[t], steps.sizes[t]
         hp[a:a + bs] = steps.prev(t, states, h0, 0, p)
@@ -102,7 +109,7 @@ def lstm_backward(ds, x2, h0, c0, w_ih, w_hh, w_hr, states, gates, steps: Steps,
         if w_hr is None:
             cells.lstm_backward(grow, row + p * _F4, ld, cp, ldcp, drow, ldd, dhp,
                                 drow + p * _F4, ldd, dcp, dgp + a * 4 * h * _F4, None, bs, h)
-            gemm.matmul_acc(dg[a:a + bs], w_hh, dh_c[:bs])  # the kernel zeroed these rows
+            whh_p.acc(dg[a:a + bs], dh_c[:bs])  # the kernel zeroed these rows
         else:
             dh = ds[a:a + bs, :p] + dh_c[:bs]
             dh_all[a:a + bs] = dh
@@ -113,8 +120,12 @@ def lstm_backward(ds, x2, h0, c0, w_ih, w_hh, w_hr, states, gates, steps: Steps,
             dh_c[:bs] = gemm.matmul(dg[a:a + bs], w_hh)
     need_x, need_wih, need_whh, need_b, need_whr = need
     dx = gemm.matmul(dg, w_ih) if need_x else None
-    dw_ih = gemm.matmul(dg.T, x2) if need_wih else None
-    dw_hh = gemm.matmul(dg.T, hp) if need_whh else None
+    if feat:
+        dw = gemm.matmul(dg.T, xh)
+        dw_ih, dw_hh = dw[:, :feat], dw[:, feat:]
+    else:
+        dw_ih = gemm.matmul(dg.T, x2) if need_wih else None
+        dw_hh = gemm.matmul(dg.T, hp) if need_whh else None
     db = col_sums(dg) if need_b else None
     dw_hr = gemm.matmul(dh_all.T, r_all) if need_whr and w_hr is not None else None
     return dx, dh_c, dc_c, dw_ih, dw_hh, db, dw_hr
