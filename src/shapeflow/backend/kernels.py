@@ -36,6 +36,14 @@ _SIGNATURES = {
     "interp_times_bf16": [_P] * 5 + [_N, _F, _F],
     "softmax_rows_bf16": [_P, _P, _N, _N, _I],
     "layer_norm_bf16": [_P] * 6 + [_N, _N, _F, _I],
+    "lstm_cell_f32": [_P, _P, _N, _P, _N, _P, _N, _N, _N],
+    "lstm_cell_backward_f32": [_P, _P, _N, _P, _N, _P, _N, _P, _P, _N, _P, _P, _P, _N, _N],
+    "gru_cell_f32": [_P, _N, _P, _P, _N, _P, _P, _N, _N, _N],
+    "gru_cell_backward_f32": [_P, _P, _P, _N, _P, _P, _P, _N, _N],
+    "batch_norm_f32": [_P] * 7 + [_N, _N, _N, _F],
+    "batch_norm_backward_f32": [_P] * 8 + [_N, _N, _N, _I],
+    "im2col_f32": [_P] * 3 + [_N] * 16,
+    "col2im_f32": [_P] * 3 + [_N] * 16,
 }
 _RESTYPES = {"cross_entropy_f32": _N, "cross_entropy_backward_f32": _N, "bf16_simd": _I,
              "softmax_rows_bf16": _N, "layer_norm_bf16": _I}
@@ -364,3 +372,103 @@ def layer_norm_bf16(x2: np.ndarray, w: np.ndarray | None, b: np.ndarray | None, 
                            eps, int(rms)):
         return None
     return out, mean, rstd
+class Cells:
+    """The recurrent-cell kernels (kernels.c, "recurrent cells") as raw ctypes functions.
+
+    They take addresses and row strides in elements, no arrays: the recurrent op's loop
+    (ops/nn/recurrent_cells.py) checks its buffers once with `rows` and then calls these per
+    step with offsets into them, which keeps each step's call to a few microseconds.
+    """
+
+    def __init__(self, lib) -> None:
+        self.lstm = lib.lstm_cell_f32
+        self.lstm_backward = lib.lstm_cell_backward_f32
+        self.gru = lib.gru_cell_f32
+        self.gru_backward = lib.gru_cell_backward_f32
+
+
+def cells() -> Cells | None:
+    """The recurrent-cell kernels, or None where the compiled library is not in use."""
+    lib = _lib()
+    return None if lib is None else Cells(lib)
+
+
+def rows(a: np.ndarray) -> tuple[int, int] | None:
+    """(address, row stride in elements) of a 2-D float32 array whose rows are contiguous
+    and do not overlap; None for anything else."""
+    if a.dtype != _F32 or a.ndim != 2:
+        return None
+    s0, s1 = a.strides
+    n, m = a.shape
+    if (s1 != 4 and m > 1) or s0 % 4 or (n > 1 and s0 < 4 * m):
+        return None
+    return a.ctypes.data, s0 // 4
+
+
+def batch_norm(x3: np.ndarray, w: np.ndarray | None, b: np.ndarray | None, eps: float
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """(out [N, C, L], mean [C], invstd [C], sum of squared deviations [C]) of batch norm
+    with the batch's statistics over x3 [N, C, L]; None where NumPy must do it."""
+    lib = _lib()
+    if lib is None or x3.ndim != 3 or not _ok(x3, *(a for a in (w, b) if a is not None)):
+        return None
+    N, C, L = x3.shape
+    if N * L == 0:
+        return None
+    out = np.empty(x3.shape, _F32)
+    mean, invstd, sq = (np.empty(C, _F32) for _ in range(3))
+    lib.batch_norm_f32(address(x3), None if w is None else address(w),
+                       None if b is None else address(b), address(out), address(mean),
+                       address(invstd), address(sq), N, C, L, eps)
+    return out, mean, invstd, sq
+
+
+def batch_norm_backward(g3: np.ndarray, x3: np.ndarray, mean: np.ndarray, invstd: np.ndarray,
+                        w: np.ndarray | None, training: bool
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(dx [N, C, L], dw [C], db [C]) of batch norm; None where NumPy must do it."""
+    lib = _lib()
+    arrays = [a for a in (g3, x3, mean, invstd, w) if a is not None]
+    if lib is None or x3.ndim != 3 or g3.shape != x3.shape or not _ok(*arrays):
+        return None
+    N, C, L = x3.shape
+    if N * L == 0 or mean.size != C or invstd.size != C:
+        return None
+    dx = np.empty(x3.shape, _F32)
+    dw, db = np.empty(C, _F32), np.empty(C, _F32)
+    lib.batch_norm_backward_f32(address(g3), address(x3), address(mean), address(invstd),
+                                None if w is None else address(w), address(dx), address(dw),
+                                address(db), N, C, L, int(training))
+    return dx, dw, db
+
+
+def im2col(x: np.ndarray, pads, out_hw, kernel, stride, dilation) -> np.ndarray | None:
+    """cols [N * oh * ow, kh * kw * C] (taps in (ki, kj, c) order) of x [N, C, H, W], zeros
+    where a window reads padding; None where NumPy must do it."""
+    lib = _lib()
+    if lib is None or x.ndim != 4 or not _ok(x):
+        return None
+    N, C, H, W = x.shape
+    (oh, ow), (kh, kw) = out_hw, kernel
+    pt, pb, pl, pr = pads
+    cols = np.empty((N * oh * ow, kh * kw * C), _F32)
+    scratch = np.empty((H + pt + pb) * (W + pl + pr) * C, _F32)
+    lib.im2col_f32(address(x), address(cols), address(scratch), N, C, H, W, pt, pb, pl, pr,
+                   oh, ow, kh, kw, *stride, *dilation)
+    return cols
+
+
+def col2im(cols: np.ndarray, x_shape, pads, out_hw, kernel, stride, dilation
+           ) -> np.ndarray | None:
+    """The adjoint of im2col: dx [N, C, H, W] from cols [N * oh * ow, kh * kw * C]."""
+    lib = _lib()
+    N, C, H, W = x_shape
+    (oh, ow), (kh, kw) = out_hw, kernel
+    if lib is None or not _ok(cols) or cols.shape != (N * oh * ow, kh * kw * C):
+        return None
+    pt, pb, pl, pr = pads
+    dx = np.empty((N, C, H, W), _F32)
+    scratch = np.empty((H + pt + pb) * (W + pl + pr) * C, _F32)
+    lib.col2im_f32(address(cols), address(dx), address(scratch), N, C, H, W, pt, pb, pl, pr,
+                   oh, ow, kh, kw, *stride, *dilation)
+    return dx

@@ -15,6 +15,7 @@ from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d
 from .dropout import Dropout
 from .flatten import Flatten, Unflatten
 from .linear import Identity, Linear, NonDynamicallyQuantizableLinear
+from .local_response_norm import LocalResponseNorm
 from .loss import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
 from .loss_extra import *  # noqa: F403  (BCELoss, KLDivLoss, HuberLoss, ... PairwiseDistance)
 from .loss_extra import __all__ as _LOSSES
@@ -54,7 +55,7 @@ __all__ = [
     "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "Conv1d", "ConvTranspose1d", "ConvTranspose2d",
     "MaxPool1d", "AvgPool1d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d",
     "GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "Conv3d", "Upsample", "PixelShuffle",
-    "PixelUnshuffle", "Unfold", "Fold",
+    "PixelUnshuffle", "Unfold", "Fold", "LocalResponseNorm",
     "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell",
     "GRUCell", "Transformer", "TransformerEncoder", "TransformerEncoderLayer",
     "TransformerDecoder", "TransformerDecoderLayer",

@@ -79,6 +79,7 @@ from ..ops.nn.loss_extra import (
     soft_margin_loss,
 )
 from ..tensor import Tensor
+from .local_response_norm import local_response_norm
 
 gelu = _E.gelu
 tanh = _E.tanh
@@ -126,7 +127,7 @@ __all__ = [
     "batch_norm", "conv1d", "conv_transpose1d",
     "conv_transpose2d", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
     "adaptive_max_pool2d", "group_norm", "instance_norm", "normalize", "conv3d", "interpolate",
-    "upsample", "pixel_shuffle", "pixel_unshuffle", "unfold", "fold",
+    "upsample", "pixel_shuffle", "pixel_unshuffle", "unfold", "fold", "local_response_norm",
     "smooth_l1_loss", "huber_loss", "kl_div", "margin_ranking_loss", "soft_margin_loss",
     "cosine_embedding_loss", "gaussian_nll_loss", "poisson_nll_loss", "cosine_similarity",
     "pairwise_distance",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from ...backend import gemm
+from ...backend import gemm, kernels
 from ...errors import DTypeError, ShapeError, ShapeRuntimeError
 from ...shape import dims_equal, format_shape
 from ...tensor import Tensor, describe
@@ -206,6 +206,10 @@ class Conv2d(Op):
 
 
 def _conv_forward(spec: _ConvSpec, x, w, b=None) -> np.ndarray:
+    crop = _crop(spec, x.shape, w.shape)
+    if crop is not None:  # taps that read only padding: a smaller kernel, same output
+        spec, rows, cols = crop
+        w = np.ascontiguousarray(w[:, :, rows, cols])
     N = x.shape[0]
     O, Cg, kh, kw = w.shape
     G = spec.groups
@@ -242,6 +246,34 @@ def _full_conv_spec(spec: _ConvSpec, kh: int, kw: int) -> _ConvSpec | None:
     return _ConvSpec((1, 1), pads, spec.dilation, spec.groups)
 
 
+def _crop(spec: _ConvSpec, x_shape, w_shape):
+    """(spec, row slice, column slice) of the kernel taps that read real input at some
+    output position, when some taps read only padding (a 3x3 kernel over a 1x1 or 2x2 image
+    with padding 1: 1 or 4 of its 9 taps count); None when every tap counts."""
+    H, W = x_shape[2], x_shape[3]
+    kh, kw = w_shape[2], w_shape[3]
+    if type(H) is not int or type(W) is not int or kh * kw == 1:
+        return None
+    oh, ow = spec.out_hw(H, W, kh, kw)
+    pads, keep = [], []
+    for size, k, o, s, d, lo in ((H, kh, oh, spec.stride[0], spec.dilation[0], spec.pads[0]),
+                                 (W, kw, ow, spec.stride[1], spec.dilation[1], spec.pads[2])):
+        # tap t reads rows o_ * s - lo + t * d for o_ in 0 .. o - 1: real when in [0, size)
+        used = [t for t in range(k) if any(0 <= i * s - lo + t * d < size for i in range(o))]
+        if not used:
+            return None
+        t0, t1 = used[0], used[-1] + 1
+        top = lo - t0 * d
+        bottom = (o - 1) * s + (t1 - t0 - 1) * d + 1 - size - top
+        if top < 0 or bottom < 0:
+            return None
+        pads += [top, bottom]
+        keep.append(slice(t0, t1))
+    if keep[0] == slice(0, kh) and keep[1] == slice(0, kw):
+        return None
+    return _ConvSpec(spec.stride, tuple(pads), spec.dilation, spec.groups), keep[0], keep[1]
+
+
 class Conv2dInputBackward(Op):
     """dx of conv2d: the transposed convolution of g [N, O, oh, ow] with weight."""
 
@@ -259,16 +291,7 @@ class Conv2dInputBackward(Op):
             ((_W,) if g.requires_grad else ())
 
     def forward(self, g, w):
-        O, Cg, kh, kw = w.shape
-        G = self.spec.groups
-        full = _full_conv_spec(self.spec, kh, kw)
-        if full is not None:  # stride 1: a convolution of g with the flipped kernel
-            wf = w.reshape(G, O // G, Cg, kh, kw).transpose(0, 2, 1, 3, 4)[..., ::-1, ::-1]
-            return _conv_forward(full, g, np.ascontiguousarray(wf).reshape(G * Cg, O // G,
-                                                                            kh, kw))
-        g_t = np.ascontiguousarray(g.transpose(1, 0, 2, 3)).reshape(G, O // G, -1)
-        dcols = gemm.matmul_nd(w.reshape(G, O // G, Cg * kh * kw).transpose(0, 2, 1), g_t)
-        return self.spec.col2im(dcols, self.x_shape, kh, kw)
+        return _input_grad(self.spec, self.x_shape, g, w)
 
     def backward(self, gg):
         saved = list(self.saved_tensors)
@@ -278,6 +301,38 @@ class Conv2dInputBackward(Op):
         d_w = apply(Conv2dWeightBackward(self.spec, self.w_shape), gg, g) \
             if g is not None else None
         return d_g, d_w
+
+
+def _input_grad(spec: _ConvSpec, x_shape, g, w) -> np.ndarray:
+    """dx of conv2d (the transposed convolution of g with w)."""
+    crop = _crop(spec, x_shape, w.shape)
+    if crop is not None:
+        spec, rows, cols = crop
+        w = np.ascontiguousarray(w[:, :, rows, cols])
+    return _input_grad_full(spec, x_shape, g, w)
+
+
+def _input_grad_full(spec: _ConvSpec, x_shape, g, w) -> np.ndarray:
+    O, Cg, kh, kw = w.shape
+    G = spec.groups
+    full = _full_conv_spec(spec, kh, kw)
+    if full is not None:  # stride 1: a convolution of g with the flipped kernel
+        wf = w.reshape(G, O // G, Cg, kh, kw).transpose(0, 2, 1, 3, 4)[..., ::-1, ::-1]
+        return _conv_forward(full, g, np.ascontiguousarray(wf).reshape(G * Cg, O // G,
+                                                                        kh, kw))
+    if G == 1 and kernels.available() and g.dtype == w.dtype == np.float32:
+        # one gemm to channels-last columns [N * oh * ow, kh * kw * C], then the compiled
+        # col2im: the strided scatter-adds below are the slow part at small images
+        N, _, oh, ow = g.shape
+        g2 = np.ascontiguousarray(g.reshape(N, O, oh * ow).transpose(0, 2, 1))
+        w2 = np.ascontiguousarray(w.transpose(0, 2, 3, 1)).reshape(O, kh * kw * Cg)
+        dx = kernels.col2im(gemm.matmul(g2.reshape(N * oh * ow, O), w2), x_shape,
+                            spec.pads, (oh, ow), (kh, kw), spec.stride, spec.dilation)
+        if dx is not None:
+            return dx
+    g_t = np.ascontiguousarray(g.transpose(1, 0, 2, 3)).reshape(G, O // G, -1)
+    dcols = gemm.matmul_nd(w.reshape(G, O // G, Cg * kh * kw).transpose(0, 2, 1), g_t)
+    return spec.col2im(dcols, x_shape, kh, kw)
 
 
 class Conv2dWeightBackward(Op):
@@ -297,18 +352,15 @@ class Conv2dWeightBackward(Op):
                                                      else ())
 
     def forward(self, x, g):
+        crop = _crop(self.spec, x.shape, self.w_shape)
+        if crop is None:
+            return _weight_grad(self.spec, self.w_shape, x, g)
+        spec, rows, cols = crop  # the taps that read only padding get zero gradient
         O, Cg, kh, kw = self.w_shape
-        G = self.spec.groups
-        if self.spec.channels_last(x, kh, kw):
-            K = kh * kw * Cg
-            cols = self.spec.cols_nhwc(x, kh, kw).reshape(-1, K)          # [N*L, K]
-            g_t = np.ascontiguousarray(g.transpose(1, 0, 2, 3)).reshape(O, -1)
-            dw = gemm.matmul_nd(g_t, cols).reshape(O, kh, kw, Cg)
-            return np.ascontiguousarray(dw.transpose(0, 3, 1, 2))
-        cols = self.spec.cols(x, kh, kw)                                  # [G, CKg, N*L]
-        g_t = np.ascontiguousarray(g.transpose(1, 0, 2, 3)).reshape(G, O // G, -1)
-        dw = gemm.matmul_nd(g_t, cols.transpose(0, 2, 1))                      # [G, O/G, CKg]
-        return dw.reshape(self.w_shape)
+        part = (O, Cg, rows.stop - rows.start, cols.stop - cols.start)
+        dw = np.zeros(self.w_shape, g.dtype)
+        dw[:, :, rows, cols] = _weight_grad(spec, part, x, g)
+        return dw
 
     def backward(self, gw):
         saved = list(self.saved_tensors)
@@ -318,6 +370,22 @@ class Conv2dWeightBackward(Op):
             else None
         d_g = apply(Conv2d(self.spec, False), x, gw) if x is not None else None
         return d_x, d_g
+
+
+def _weight_grad(spec: _ConvSpec, w_shape, x, g) -> np.ndarray:
+    """dw of conv2d: sum over the batch of g @ im2col(x)^T, one matmul per group."""
+    O, Cg, kh, kw = w_shape
+    G = spec.groups
+    if spec.channels_last(x, kh, kw):
+        K = kh * kw * Cg
+        cols = spec.cols_nhwc(x, kh, kw).reshape(-1, K)          # [N*L, K]
+        g_t = np.ascontiguousarray(g.transpose(1, 0, 2, 3)).reshape(O, -1)
+        dw = gemm.matmul_nd(g_t, cols).reshape(O, kh, kw, Cg)
+        return np.ascontiguousarray(dw.transpose(0, 3, 1, 2))
+    cols = spec.cols(x, kh, kw)                                  # [G, CKg, N*L]
+    g_t = np.ascontiguousarray(g.transpose(1, 0, 2, 3)).reshape(G, O // G, -1)
+    dw = gemm.matmul_nd(g_t, cols.transpose(0, 2, 1))                 # [G, O/G, CKg]
+    return dw.reshape(w_shape)
 
 
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,

@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from ... import dtypes as _dt
+from ...backend import kernels
 from ...device import meta
 from ...errors import DTypeError, ShapeError
 from ...shape import dims_equal, format_shape
@@ -87,6 +88,15 @@ class BatchNorm(Op):
         x3 = _rows(x)
         if x3.dtype != cdt:
             x3 = x3.astype(cdt)
+        fused = kernels.batch_norm(x3, w, b, self.eps) if self.training else None
+        if fused is not None:  # float32: statistics and output in three passes
+            out, mean, invstd, sq = fused
+            if self.want_stats:
+                n = x3.shape[0] * x3.shape[2]
+                self.batch_stats = (mean, sq / max(n - 1, 1))
+            if self.need_stats:
+                self.mean, self.invstd = mean, invstd
+            return out.reshape(x.shape)
         if self.training:
             n = x3.shape[0] * x3.shape[2]
             mean = np.add.reduce(np.add.reduce(x3, axis=2), axis=0) / n
@@ -167,6 +177,10 @@ class BatchNormBackward(Op):
         g3, x3 = _rows(g), _rows(x)
         if g3.dtype != cdt:
             g3, x3 = g3.astype(cdt), x3.astype(cdt)
+        fused = kernels.batch_norm_backward(g3, x3, mean, invstd, w, self.training)
+        if fused is not None:  # float32: sums, then dx, in two passes
+            dx, self.dw, self.db = fused
+            return dx.reshape(x.shape)
         n = x3.shape[0] * x3.shape[2]
         sum_g = np.add.reduce(np.add.reduce(g3, axis=2), axis=0)
         dot = np.einsum("ncl,ncl->c", g3, x3) - mean * sum_g  # sum g * (x - mean)

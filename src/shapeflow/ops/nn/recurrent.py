@@ -18,10 +18,12 @@ from __future__ import annotations
 import numpy as np
 
 from ... import dtypes as _dt
+from ...backend import kernels
 from ...errors import DTypeError, GraphError, ShapeError
 from ...shape import dims_equal, format_shape
 from ...tensor import Tensor, describe
 from ..base import LAYER_INPUT, Op, Saved, apply
+from . import recurrent_cells as steps_c
 from . import recurrent_steps as steps_np
 from ._common import _create_graph, _dense, _recording
 
@@ -133,13 +135,16 @@ class Recurrence(Op):
         steps = self._steps(x)
         x2 = x.reshape(steps.n, x.shape[-1])
         b_ih, b_hh = d.get("b_ih"), d.get("b_hh")
+        cells = _cells(x.dtype)
         if self.name == "lstm":
             bias = None if b_ih is None else b_ih + b_hh
-            states, gates = steps_np.lstm_forward(x2, d["h0"], d["c0"], d["w_ih"], d["w_hh"],
-                                                  bias, d.get("w_hr"), steps)
+            args = (x2, d["h0"], d["c0"], d["w_ih"], d["w_hh"], bias, d.get("w_hr"), steps)
+            states, gates = (steps_np.lstm_forward(*args) if cells is None
+                             else steps_c.lstm_forward(*args, cells))
         elif self.name == "gru":
-            states, gates = steps_np.gru_forward(x2, d["h0"], d["w_ih"], d["w_hh"], b_ih, b_hh,
-                                                 steps)
+            args = (x2, d["h0"], d["w_ih"], d["w_hh"], b_ih, b_hh, steps)
+            states, gates = (steps_np.gru_forward(*args) if cells is None
+                             else steps_c.gru_forward(*args, cells))
         else:
             bias = None if b_ih is None else b_ih + b_hh
             states = steps_np.rnn_forward(x2, d["h0"], d["w_ih"], d["w_hh"], bias,
@@ -167,9 +172,14 @@ class Recurrence(Op):
         xs = shapes["x"]
         n = xs[0] if self.batch_sizes is not None else xs[0] * xs[1]
         # the kernel's big buffers, made as Tensors so that a meta run's tracker sees them
+        cells = _cells(dt.np)
+        # the compiled LSTM loop keeps x beside every step's h_{t-1}: one gemm for both dWs
+        feat = xs[-1] if (cells is not None and self.name == "lstm" and need["w_ih"]
+                          and need["w_hh"]) else 0
         scratch = [Tensor._make(None if states.data is None else np.empty(s, dt.np), s, dt,
                                 dev)
-                   for s in steps_np.scratch_shapes(self.name, n, self.hidden, self.proj)]
+                   for s in steps_np.scratch_shapes(self.name, n, self.hidden, self.proj,
+                                                    feat)]
         if states.data is None:  # meta: shapes only
             return tuple(Tensor._make(None, shapes[k], dt, dev) if need[k] else None
                          for k in names)
@@ -187,15 +197,20 @@ class Recurrence(Op):
         need_b = need.get("b_ih", False) or need.get("b_hh", False)
         if self.name == "lstm":
             w_hr = saved["w_hr"].data if self.has_proj else None
-            dx, dh0, dc0, dw_ih, dw_hh, db, dw_hr = steps_np.lstm_backward(
-                ds, x2, h0, saved["c0"].data, w_ih, w_hh, w_hr, s2, gates, steps,
-                (need["x"], need["w_ih"], need["w_hh"], need_b, need.get("w_hr", False)), bufs)
+            args = (ds, x2, h0, saved["c0"].data, w_ih, w_hh, w_hr, s2, gates, steps,
+                    (need["x"], need["w_ih"], need["w_hh"], need_b, need.get("w_hr", False)),
+                    bufs)
+            dx, dh0, dc0, dw_ih, dw_hh, db, dw_hr = (
+                steps_np.lstm_backward(*args) if cells is None
+                else steps_c.lstm_backward(*args, cells))
             grads = {"x": dx, "h0": dh0, "c0": dc0, "w_ih": dw_ih, "w_hh": dw_hh,
                      "b_ih": db, "b_hh": db, "w_hr": dw_hr}
         elif self.name == "gru":
-            dx, dh0, dw_ih, dw_hh, db_ih, db_hh = steps_np.gru_backward(
-                ds, x2, h0, w_ih, w_hh, s2, gates, steps,
-                (need["x"], need["w_ih"], need["w_hh"], need_b), bufs)
+            args = (ds, x2, h0, w_ih, w_hh, s2, gates, steps,
+                    (need["x"], need["w_ih"], need["w_hh"], need_b), bufs)
+            dx, dh0, dw_ih, dw_hh, db_ih, db_hh = (
+                steps_np.gru_backward(*args) if cells is None
+                else steps_c.gru_backward(*args, cells))
             grads = {"x": dx, "h0": dh0, "w_ih": dw_ih, "w_hh": dw_hh, "b_ih": db_ih,
                      "b_hh": db_hh}
         else:
@@ -219,6 +234,11 @@ class Recurrence(Op):
         if self.batch_sizes is not None:
             return steps_np.Steps(self.batch_sizes, self.reverse)
         return steps_np.Steps([x_shape[1]] * x_shape[0], self.reverse)
+
+
+def _cells(dtype) -> kernels.Cells | None:
+    """The compiled cell kernels for float32 (recurrent_cells.py), else None (NumPy's loop)."""
+    return kernels.cells() if dtype == np.float32 else None
 
 
 def recurrence(mode: str, x: Tensor, h0: Tensor, c0: Tensor | None, weights, reverse=False,

@@ -86,11 +86,12 @@ def lstm_forward(x2, h0, c0, w_ih, w_hh, bias, w_hr, steps: Steps):
     return states, gates
 
 
-def scratch_shapes(mode: str, n, h: int, p: int) -> list:
+def scratch_shapes(mode: str, n, h: int, p: int, feat: int = 0) -> list:
     """The [N, *] buffers a backward fills (declared so a memory report's meta run sees
-    them): gate gradients and every step's h_{t-1}, and what each mode adds."""
+    them): gate gradients and every step's h_{t-1} (after `feat` columns of x when the
+    loop computes both weight gradients in one gemm), and what each mode adds."""
     if mode == "lstm":
-        return [(n, 4 * h), (n, p)] + ([(n, p), (n, h)] if p != h else [])
+        return [(n, 4 * h), (n, feat + p)] + ([(n, p), (n, h)] if p != h else [])
     if mode == "gru":
         return [(n, 3 * h), (n, 3 * h), (n, h)]
     return [(n, h), (n, h)]
