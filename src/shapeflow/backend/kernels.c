@@ -357,3 +357,130 @@ ptrdiff_t cross_entropy_backward_f32(const float *restrict x, const int64_t *res
     }
     return -1;
 }
+
+/* ---- blockwise ("flash") attention: the softmax parts of one block of scores ------------
+ * x holds rows of n raw scores q.k (the caller has already scaled them and added the mask
+ * when it has an attn_mask, and then passes scale 1). Row r is query r % period of its
+ * block; when period > 0 it sees keys j < offset + r % period + 1 only (causal, top-left
+ * aligned: offset = the block's first query - the panel's first key), else all n. Entries it
+ * does not see come out 0. The loops run to a whole number of vectors past that count,
+ * masked by a select, as softmax_rows_f32 does. */
+static inline ptrdiff_t flash_seen(ptrdiff_t query, ptrdiff_t period, ptrdiff_t offset,
+                                   ptrdiff_t n) {
+    if (period <= 0) return n;
+    ptrdiff_t k = offset + query + 1;
+    return k < 0 ? 0 : (k > n ? n : k);
+}
+
+static inline ptrdiff_t flash_end(ptrdiff_t keep, ptrdiff_t n) {
+    ptrdiff_t end = (keep + 15) & ~(ptrdiff_t)15;
+    return end > n ? n : end;
+}
+
+/* the row max of x * scale over j < keep (NaN entries skipped; -inf when none) */
+static inline float flash_row_max(const float *restrict row, ptrdiff_t keep, ptrdiff_t end,
+                                  float scale) {
+    float m = -INFINITY;
+#pragma omp simd reduction(max : m)
+    for (ptrdiff_t j = 0; j < end; j++) {
+        float v = j < keep ? row[j] * scale : -INFINITY;
+        m = v > m ? v : m;
+    }
+    return m;
+}
+
+/* row[j] = exp(row[j] * scale - shift) for j < keep, 0 after; returns the sum (NaN kept) */
+static inline float flash_row_exp(float *restrict row, ptrdiff_t keep, ptrdiff_t end,
+                                  ptrdiff_t n, float scale, float shift) {
+    float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+    for (ptrdiff_t j = 0; j < end; j++) {
+        float d = row[j] * scale - shift; /* <= 0, or NaN */
+        float e = exp_nonpositive(d);
+        e = d == d ? e : d;
+        e = j < keep ? e : 0.0f;
+        row[j] = e;
+        s += e;
+    }
+    for (ptrdiff_t j = end; j < n; j++) row[j] = 0.0f;
+    return s;
+}
+
+/* The only key panel of a block: rows become softmax(x * scale) and lse[r] their
+ * logsumexp. A row that sees nothing (or only -inf) becomes 0 with lse -inf, as the math
+ * kernel's safe softmax gives; +inf or NaN scores make the row and its lse NaN. */
+void flash_softmax_lse_f32(float *restrict x, float *restrict lse, ptrdiff_t rows,
+                           ptrdiff_t n, float scale, ptrdiff_t period, ptrdiff_t offset) {
+    ptrdiff_t query = 0;
+    for (ptrdiff_t r = 0; r < rows; r++) {
+        float *row = x + r * n;
+        ptrdiff_t keep = flash_seen(query, period, offset, n), end = flash_end(keep, n);
+        if (period > 0 && ++query == period) query = 0;
+        float m = flash_row_max(row, keep, end, scale);
+        if (m == -INFINITY) {
+            float nan = 0.0f; /* a NaN entry in a row of -inf: NaN, as exp(NaN) gives */
+            for (ptrdiff_t j = 0; j < keep; j++) nan += row[j] != row[j] ? row[j] : 0.0f;
+            for (ptrdiff_t j = 0; j < n; j++) row[j] = j < keep ? nan : 0.0f;
+            lse[r] = nan == 0.0f ? -INFINITY : nan;
+            continue;
+        }
+        float s = flash_row_exp(row, keep, end, n, scale, m);
+        float inv = 1.0f / s;
+#pragma omp simd
+        for (ptrdiff_t j = 0; j < end; j++) row[j] = row[j] * inv;
+        lse[r] = m + logf(s);
+    }
+}
+
+/* One key panel of several (online softmax): with the running row max m and sum l from
+ * the panels before (ignored when first), rows become exp(x * scale - m_new); l becomes
+ * l * fade + rowsum, m becomes m_new, and fade[r] = exp(m_old - m_new) is what the
+ * running output must be multiplied by. Rows that have seen nothing keep m = -inf. */
+void flash_online_f32(float *restrict x, float *restrict m, float *restrict l,
+                      float *restrict fade, ptrdiff_t rows, ptrdiff_t n, float scale,
+                      ptrdiff_t period, ptrdiff_t offset, int first) {
+    ptrdiff_t query = 0;
+    for (ptrdiff_t r = 0; r < rows; r++) {
+        float *row = x + r * n;
+        ptrdiff_t keep = flash_seen(query, period, offset, n), end = flash_end(keep, n);
+        if (period > 0 && ++query == period) query = 0;
+        float old = first ? -INFINITY : m[r];
+        float bm = flash_row_max(row, keep, end, scale);
+        float top = bm > old ? bm : old;
+        float shift = top == -INFINITY ? 0.0f : top; /* nothing seen yet: exp gives 0 */
+        float s = flash_row_exp(row, keep, end, n, scale, shift);
+        float f = first ? 0.0f : exp_nonpositive(old - shift);
+        fade[r] = f;
+        l[r] = first ? s : l[r] * f + s;
+        m[r] = top;
+    }
+}
+
+/* Backward of one block from the saved logsumexp: s (raw scores, as forward had them)
+ * becomes p = exp(s * scale - lse) and dp (dO @ V^T, dropout mask applied) becomes
+ * dS = p * (dp - delta) * ds_scale, delta = rowsum(dO * O). Rows with lse -inf (they saw
+ * nothing) get p = dS = 0. */
+void flash_grad_f32(float *restrict s, float *restrict dp, const float *restrict lse,
+                    const float *restrict delta, ptrdiff_t rows, ptrdiff_t n, float scale,
+                    float ds_scale, ptrdiff_t period, ptrdiff_t offset) {
+    ptrdiff_t query = 0;
+    for (ptrdiff_t r = 0; r < rows; r++) {
+        float *row = s + r * n, *drow = dp + r * n;
+        ptrdiff_t keep = flash_seen(query, period, offset, n), end = flash_end(keep, n);
+        if (period > 0 && ++query == period) query = 0;
+        float shift = lse[r], dl = delta[r];
+        if (shift == -INFINITY) keep = end = 0;
+#pragma omp simd
+        for (ptrdiff_t j = 0; j < end; j++) {
+            float d = row[j] * scale - shift;
+            /* rounding can give a small d > 0: exp_nonpositive is exact there too (its 2^n
+             * holds for n up to 127) */
+            float e = exp_nonpositive(d);
+            e = d == d ? e : d;
+            e = j < keep ? e : 0.0f;
+            row[j] = e;
+            drow[j] = e * (drow[j] - dl) * ds_scale;
+        }
+        for (ptrdiff_t j = end; j < n; j++) row[j] = drow[j] = 0.0f;
+    }
+}
