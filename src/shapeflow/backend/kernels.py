@@ -262,9 +262,10 @@ def cross_entropy_backward(x2: np.ndarray, t: np.ndarray, lse: np.ndarray, ignor
 # rows are query r % period of their block, causal when period > 0 (kernels.c says how)
 def flash_softmax_lse(x2: np.ndarray, lse: np.ndarray, scale: float, period: int,
                       offset: int) -> bool:
-    """In place: rows of x2 <- softmax(x2 * scale) (causal per period/offset), lse filled."""
+    """In place: rows of x2 <- softmax(x2 * scale) (causal per period/offset), lse filled.
+    Only for scale > 0: the kernel scales the row max instead of every entry first."""
     lib = _lib()
-    if lib is None or x2.ndim != 2 or lse.size != x2.shape[0] or not _ok(x2, lse):
+    if lib is None or not scale > 0 or x2.ndim != 2 or lse.size != x2.shape[0] or not _ok(x2, lse):
         return False
     lib.flash_softmax_lse_f32(address(x2), address(lse), x2.shape[0], x2.shape[1], scale,
                               period, offset)
@@ -273,10 +274,12 @@ def flash_softmax_lse(x2: np.ndarray, lse: np.ndarray, scale: float, period: int
 
 def flash_online(x2: np.ndarray, m: np.ndarray, l: np.ndarray, fade: np.ndarray,
                  scale: float, period: int, offset: int, first: bool) -> bool:
-    """One key panel of an online softmax, in place: x2 <- exp(x2 * scale - new max)."""
+    """One key panel of an online softmax, in place: x2 <- exp(x2 * scale - new max)
+    (scale > 0, as flash_softmax_lse)."""
     lib = _lib()
     rows = x2.shape[0] if x2.ndim == 2 else -1
-    if lib is None or any(a.size != rows for a in (m, l, fade)) or not _ok(x2, m, l, fade):
+    if (lib is None or not scale > 0 or any(a.size != rows for a in (m, l, fade))
+            or not _ok(x2, m, l, fade)):
         return False
     lib.flash_online_f32(address(x2), address(m), address(l), address(fade), rows,
                          x2.shape[1], scale, period, offset, int(first))

@@ -51,6 +51,7 @@ class FlashAttention(Attention):
         dtype = q.dtype
         q, k, v, mask = _broadcast(q, k, v, mask)
         L, S = q.shape[-2], k.shape[-2]
+        k_t = _transposed(k, work)
         out = heads_last(q.shape[:-1] + (v.shape[-1],), work)
         lse = np.empty(q.shape[:-1], np.float64 if work == np.float64 else np.float32)
         self.seed = int(get_rng(self.generator).integers(2**62)) if self.p > 0 else None
@@ -64,7 +65,7 @@ class FlashAttention(Attention):
                 continue
             if len(panels) == 1:  # one pass: the compiled softmax gives P and the logsumexp
                 j0, j1 = panels[0]
-                s, sc, causal = self._scores(qb, k, mask, i0, i1, j0, j1, work)
+                s, sc, causal = self._scores(qb, k_t, mask, i0, i1, j0, j1, work)
                 lse[..., i0:i1] = blocks.softmax_lse(s, sc, causal)
                 if self.p > 0:
                     s *= self._keep_panel(i0, i1, j0, j1, s.shape[:-2])
@@ -75,7 +76,7 @@ class FlashAttention(Attention):
             denom = np.empty(qb.shape[:-1], lse.dtype)  # running row sum of exp
             acc = None
             for j0, j1 in panels:  # online softmax: rescale what earlier panels added
-                s, sc, causal = self._scores(qb, k, mask, i0, i1, j0, j1, work)
+                s, sc, causal = self._scores(qb, k_t, mask, i0, i1, j0, j1, work)
                 fade = blocks.online(s, m, denom, sc, causal, acc is None)
                 if self.p > 0:
                     s *= self._keep_panel(i0, i1, j0, j1, s.shape[:-2])
@@ -96,9 +97,10 @@ class FlashAttention(Attention):
         end = min(S, i1) if self.is_causal else S
         return [(j0, min(j0 + KBLOCK, end)) for j0 in range(0, end, KBLOCK)]
 
-    def _scores(self, qb, k, mask, i0, i1, j0, j1, work):
-        """(scores, the scale still to apply, causal offset or None) of one block."""
-        s = qb @ np.swapaxes(k[..., j0:j1, :].astype(work, copy=False), -1, -2)
+    def _scores(self, qb, k_t, mask, i0, i1, j0, j1, work):
+        """(scores, the scale still to apply, causal offset or None) of one block; k_t is
+        k^T [..., E, S]."""
+        s = qb @ k_t[..., j0:j1]
         scale = self.scale if self.scale is not None else qb.shape[-1] ** -0.5
         if self.is_causal:
             return s, scale, (i0 - j0 if j1 > i0 + 1 else None)  # None: fully visible
@@ -145,6 +147,7 @@ class FlashAttention(Attention):
         q, k, v, mask = _broadcast(qt.data, kt.data, vt.data, mask)
         do = np.broadcast_to(g.data, out.shape).astype(work, copy=False)
         L, S = q.shape[-2], k.shape[-2]
+        k_t, v_t = _transposed(k, work), _transposed(v, work)
         scale = self.scale if self.scale is not None else q.shape[-1] ** -0.5
         # one query block writes every gradient once (no zeros to add into); more add up
         once = L <= QBLOCK
@@ -162,9 +165,9 @@ class FlashAttention(Attention):
             if not panels:  # no keys: nothing flows back
                 dq[..., i0:i1, :] = 0
             for n, (j0, j1) in enumerate(panels):
-                s, sc, causal = self._scores(qb, k, mask, i0, i1, j0, j1, work)
+                s, sc, causal = self._scores(qb, k_t, mask, i0, i1, j0, j1, work)
                 kb = k[..., j0:j1, :].astype(work, copy=False)
-                dp = dob @ np.swapaxes(v[..., j0:j1, :].astype(work, copy=False), -1, -2)
+                dp = dob @ v_t[..., j0:j1]
                 keep = self._keep_panel(i0, i1, j0, j1, s.shape[:-2]) if self.p else None
                 if keep is not None:
                     dp *= keep
@@ -198,6 +201,12 @@ def heads_last(shape: tuple, dtype, zero: bool = False) -> np.ndarray:
     if len(shape) < 3:
         return make(shape, dtype)
     return np.swapaxes(make(shape[:-3] + (shape[-2], shape[-3], shape[-1]), dtype), -3, -2)
+
+
+def _transposed(k: np.ndarray, work) -> np.ndarray:
+    """k^T [..., E, S] in C order: NumPy's batched matmul with a transposed view as the right
+    operand runs ~1.7x slower than with this copy (measured: 64 heads of 64 x 32)."""
+    return np.ascontiguousarray(np.swapaxes(k, -1, -2), work)
 
 
 def _broadcast(q, k, v, mask):
