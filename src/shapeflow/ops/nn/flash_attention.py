@@ -1,11 +1,14 @@
 """Blockwise ("flash") scaled-dot-product attention: O(L) saved, not O(L * S).
 
-Forward walks blocks of queries and keys with an online softmax (a running max and sum per
-row), so the [L, S] probabilities never exist at once; it saves q, k, v, the output and the
-row logsumexp [..., L] (float32), as PyTorch's CPU flash kernel does. Backward recomputes
-each block's probabilities from the logsumexp. Causal blocks above the diagonal are skipped;
-dropout masks are drawn per block from a seed saved with the op (a few bytes), so backward
-draws the same ones instead of keeping them.
+Forward walks blocks of 128 queries; each sees its keys in panels of up to 512 (causal
+blocks stop at the diagonal). With one panel (S <= 512) the block's softmax and its row
+logsumexp come out of one compiled pass (flash_blocks, kernels.c); with more, an online
+softmax (a running max and sum per row) rescales what earlier panels added. So the [L, S]
+probabilities never exist at once; it saves q, k, v, the output and the row logsumexp
+[..., L] (float32), as PyTorch's CPU flash kernel does. Backward recomputes each block's
+probabilities from the logsumexp and dS = P * (dP - rowsum(dO * O)) in one pass. Dropout
+masks are drawn per 128 x 128 tile from a seed saved with the op (a few bytes), so backward
+draws the same ones instead of keeping them. float16/bfloat16 run in float32 blocks.
 """
 
 from __future__ import annotations
