@@ -31,7 +31,8 @@ sys.path.insert(0, str(ROOT))  # the PyTorch twins the model tests check against
 import torch  # noqa: E402
 
 import shapeflow as sf  # noqa: E402
-from benchmarks import bf16_gemm, numpy_gpt, numpy_mlp, quant_gemm, tinygrad_mlp  # noqa: E402
+from benchmarks import (attention_peak, bf16_gemm, numpy_gpt, numpy_mlp,  # noqa: E402
+                        quant_gemm, tinygrad_mlp)
 from shapeflow.backend import buffers, gemm, kernels  # noqa: E402
 from shapeflow.models import GPT, MLP, CharLSTM, ResNet, ViT  # noqa: E402
 from shapeflow.nn import functional as F  # noqa: E402
@@ -251,14 +252,19 @@ def main(argv=None) -> int:
     p.add_argument("--quick", action="store_true", help="fewer rounds (under a minute)")
     p.add_argument("--json", default=str(ROOT / "benchmarks" / "results.json"),
                    help="where to write the results")
-    p.add_argument("--only", help="one model step (e.g. resnet_step): that row and its note")
+    p.add_argument("--only", help="one model step (e.g. resnet_step): that row and its note; "
+                   "attention_peak: the T = 512 GPT step's peak memory")
     args = p.parse_args(argv)
     q = args.quick
     rounds = 3 if q else 7
     if args.only:  # one step row, printed, nothing written: a cheap check on a shared machine
         makers = {"resnet_step": (resnet_step, 3), "vit_step": (vit_step, 5),
                   "mlp_step": (mlp_step, 20), "lstm_b32_l64_h256": (lstm_step, 1),
+                  "gpt_2l_d128": (lambda: gpt_step(2, 128), 1),
                   "gpt_4l_d256_t512": (lambda: gpt_step(4, 256, T=512, batch=4), 1)}
+        if args.only == "attention_peak":
+            print(attention_peak.describe(attention_peak.measure()))
+            return 0
         make, number = makers[args.only]
         r = compare(make(), rounds, 3 if q else 5, number)
         s, t = r["shapeflow"]["median_s"], r["torch"]["median_s"]
@@ -282,6 +288,7 @@ def main(argv=None) -> int:
     flops = sgemm_flops(q)
     mlp_rate = MLP_FLOPS / rows["mlp_step"]["shapeflow"]["median_s"]
     plan = plan_175b()
+    peak = attention_peak.measure()
     imports = {m: import_time(m, 3 if q else 7) for m in ("shapeflow", "torch")}
 
     native = {"blas": gemm.backend(), "kernels": kernels.available(),
@@ -319,6 +326,7 @@ def main(argv=None) -> int:
         failed.append("mlp_flops")
     print(f"175B GPT-3 plan on meta: {plan['seconds']:.2f} s, "
           f"{plan['max_rss_bytes'] / 2**20:.0f} MiB max RSS, {plan['params'] / 1e9:.1f}B params")
+    print(attention_peak.describe(peak))
     print(f"import: shapeflow {imports['shapeflow'] * 1e3:.0f} ms, torch "
           f"{imports['torch'] * 1e3:.0f} ms")
     two = two_ranks(q)
@@ -335,6 +343,7 @@ def main(argv=None) -> int:
             failed.append("gpt_ddp")
     results["bf16_gemm"] = bf16_gemm.report(q)
     results.update(sgemm_flops=flops, mlp_flops=mlp_rate, plan_175b=plan, import_s=imports,
+                   gpt_t512_peak_bytes=peak,
                    two_ranks=two, missed=failed, quant_gemm=quant_gemm.report(q))
     Path(args.json).write_text(json.dumps(results, indent=2))
     print(f"targets missed: {', '.join(failed)}" if failed else "every target met")

@@ -104,7 +104,7 @@ def test_numbers_and_names_stay_whole_when_cells_wrap(monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
     s = sf.summary(_vit(), sf.empty("B", 3, 32, 32, device="meta"))
     text = str(s)
-    assert "601.6 KiB × B" in text and "blocks.0" in text and "patchify" in text
+    assert "569.1 KiB × B" in text and "blocks.0" in text and "patchify" in text
     assert "…" not in text
 
 
@@ -112,9 +112,9 @@ def test_notebooks_show_html_tables():
     s, _, rep, _, _, plan = _reports()
     html = s._repr_html_()
     assert html.count("<table>") == 1 and "<pre>image:" in html
-    assert "patchify" in html and "601.6 KiB × B" in html
+    assert "patchify" in html and "569.1 KiB × B" in html
     assert html.count("<tr>") == len(s.rows) + 1
     html = rep._repr_html_()
     assert html.count("<table>") == 4 and "activations by kind" in html
-    assert "601.6 KiB × B" in html and "ViT, training step: fp32, optimizer adamw" in html
+    assert "569.1 KiB × B" in html and "ViT, training step: fp32, optimizer adamw" in html
     assert "<table>" in plan._repr_html_() and "ZeRO stage 3" in plan._repr_html_()

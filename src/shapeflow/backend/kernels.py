@@ -44,6 +44,9 @@ _SIGNATURES = {
     "batch_norm_backward_f32": [_P] * 8 + [_N, _N, _N, _I],
     "im2col_f32": [_P] * 3 + [_N] * 16,
     "col2im_f32": [_P] * 3 + [_N] * 16,
+    "flash_softmax_lse_f32": [_P, _P, _N, _N, _F, _N, _N],
+    "flash_online_f32": [_P] * 4 + [_N, _N, _F, _N, _N, _I],
+    "flash_grad_f32": [_P] * 4 + [_N, _N, _F, _F, _N, _N],
 }
 _RESTYPES = {"cross_entropy_f32": _N, "cross_entropy_backward_f32": _N, "bf16_simd": _I,
              "softmax_rows_bf16": _N, "layer_norm_bf16": _I}
@@ -472,3 +475,42 @@ def col2im(cols: np.ndarray, x_shape, pads, out_hw, kernel, stride, dilation
     lib.col2im_f32(address(cols), address(dx), address(scratch), N, C, H, W, pt, pb, pl, pr,
                    oh, ow, kh, kw, *stride, *dilation)
     return dx
+# ---- blockwise attention (ops/nn/flash_blocks.py): x, s, dp are [rows, n] blocks of scores;
+# rows are query r % period of their block, causal when period > 0 (kernels.c says how)
+def flash_softmax_lse(x2: np.ndarray, lse: np.ndarray, scale: float, period: int,
+                      offset: int) -> bool:
+    """In place: rows of x2 <- softmax(x2 * scale) (causal per period/offset), lse filled.
+    Only for scale > 0: the kernel scales the row max instead of every entry first."""
+    lib = _lib()
+    if lib is None or not scale > 0 or x2.ndim != 2 or lse.size != x2.shape[0] or not _ok(x2, lse):
+        return False
+    lib.flash_softmax_lse_f32(address(x2), address(lse), x2.shape[0], x2.shape[1], scale,
+                              period, offset)
+    return True
+
+
+def flash_online(x2: np.ndarray, m: np.ndarray, l: np.ndarray, fade: np.ndarray,
+                 scale: float, period: int, offset: int, first: bool) -> bool:
+    """One key panel of an online softmax, in place: x2 <- exp(x2 * scale - new max)
+    (scale > 0, as flash_softmax_lse)."""
+    lib = _lib()
+    rows = x2.shape[0] if x2.ndim == 2 else -1
+    if (lib is None or not scale > 0 or any(a.size != rows for a in (m, l, fade))
+            or not _ok(x2, m, l, fade)):
+        return False
+    lib.flash_online_f32(address(x2), address(m), address(l), address(fade), rows,
+                         x2.shape[1], scale, period, offset, int(first))
+    return True
+
+
+def flash_grad(s2: np.ndarray, dp2: np.ndarray, lse: np.ndarray, delta: np.ndarray,
+               scale: float, ds_scale: float, period: int, offset: int) -> bool:
+    """In place: s2 <- p = exp(s2 * scale - lse), dp2 <- p * (dp2 - delta) * ds_scale."""
+    lib = _lib()
+    rows = s2.shape[0] if s2.ndim == 2 else -1
+    if (lib is None or dp2.shape != s2.shape or lse.size != rows or delta.size != rows
+            or not _ok(s2, dp2, lse, delta)):
+        return False
+    lib.flash_grad_f32(address(s2), address(dp2), address(lse), address(delta), rows,
+                       s2.shape[1], scale, ds_scale, period, offset)
+    return True

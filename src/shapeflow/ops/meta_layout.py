@@ -4,8 +4,9 @@ A meta tensor has no data, but a memory plan must know whether `reshape` or `con
 allocates. For concrete shapes each non-contiguous meta view keeps a *layout*: a NumPy
 array of the same shape and strides over a one-byte buffer, never read. Permute, expand and
 indexing run on it as NumPy views; reshape applies NumPy's no-copy rule to its strides.
-Symbolic shapes fall back to a rule: a permuted or expanded view is strided, and reshaping
-a strided view copies unless it only adds or drops unit dims.
+Symbolic shapes fall back to a rule: a permuted or expanded view is strided (a permutation
+of a C-ordered array is remembered, so permuting back is contiguous again), and reshaping a
+strided view copies unless it only adds or drops unit dims.
 """
 
 from __future__ import annotations
@@ -39,7 +40,9 @@ class _IdMap:
 
 
 _layouts = _IdMap()  # meta tensor -> layout array, for non-contiguous concrete views
-_strided_symbolic = _IdMap()  # meta tensors with symbolic shapes known to be strided
+# meta tensors with symbolic shapes known to be strided: True, or the permutation of a
+# C-ordered array they are
+_strided_symbolic = _IdMap()
 
 
 def _layout(t) -> np.ndarray:
@@ -56,6 +59,24 @@ def is_contiguous(t) -> bool:
     return t not in _layouts and t not in _strided_symbolic
 
 
+def swapped(t, d0: int, d1: int) -> None:
+    """Lay meta `t` out as the transpose (d0, d1) of a C-ordered array of the swapped shape,
+    as a kernel that writes its output that way does."""
+    shape = tuple(t.shape)
+    if not is_concrete(shape):
+        perm = list(range(len(shape)))
+        perm[d0], perm[d1] = perm[d1], perm[d0]
+        _strided_symbolic[t] = tuple(perm)
+        return
+    other = list(shape)
+    other[d0], other[d1] = other[d1], other[d0]
+    strides = list(_contiguous(tuple(other)))
+    strides[d0], strides[d1] = strides[d1], strides[d0]
+    arr = np.lib.stride_tricks.as_strided(_BYTE, shape, tuple(strides), writeable=False)
+    if not arr.flags.c_contiguous:
+        _layouts[t] = arr
+
+
 def view(op, x, out) -> bool:
     """Whether the view op `op` applied to meta `x` gives a view (True) or a copy (False)."""
     if is_concrete(x.shape) and is_concrete(out.shape):
@@ -65,7 +86,14 @@ def view(op, x, out) -> bool:
         if not arr.flags.c_contiguous:
             _layouts[out] = arr
         return True
-    strided = x in _strided_symbolic or x in _layouts
+    prior = _strided_symbolic.get(x)
+    if op.name == "permute" and prior is not True and x not in _layouts:
+        # a permuted C-ordered array stays one: compose, so permuting back is contiguous
+        perm = tuple(op.dims) if prior is None else tuple(prior[d] for d in op.dims)
+        if perm != tuple(range(len(perm))):
+            _strided_symbolic[out] = perm
+        return True
+    strided = prior is not None or x in _layouts
     if op.name == "reshape":
         if strided and not _same(_drop_units(x.shape), _drop_units(out.shape)):
             return False

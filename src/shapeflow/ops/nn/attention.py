@@ -12,6 +12,7 @@ from ...errors import DTypeError, ShapeError, ShapeRuntimeError
 from ...random import get_rng
 from ...shape import broadcast_shapes, dims_equal, format_shape
 from ...tensor import Tensor, describe
+from .. import meta_layout
 from ..base import ATTENTION, DROPOUT_MASK, LAYER_INPUT, Op, Saved, apply
 from ..elementwise import where
 from ._common import _as_rows, _create_graph, _dense, _need_float
@@ -222,7 +223,10 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     op = kernel(scale, is_causal, float(dropout_p), None if attn_mask is None else
                    ("bool" if attn_mask.dtype is _dt.bool_ else "float"), generator)
     extra = (attn_mask,) if attn_mask is not None else ()
-    return apply(op, query, key, value, *extra)
+    out = apply(op, query, key, value, *extra)
+    if out.data is None and kernel is not Attention and out.ndim >= 3:
+        meta_layout.swapped(out, -3, -2)  # flash writes [..., L, H, E], as on the cpu
+    return out
 
 
 def _gqa_heads(q: Tensor, t: Tensor) -> Tensor:
