@@ -31,8 +31,7 @@ sys.path.insert(0, str(ROOT))  # the PyTorch twins the model tests check against
 import torch  # noqa: E402
 
 import shapeflow as sf  # noqa: E402
-from benchmarks import (attention_peak, bf16_gemm, numpy_gpt, numpy_mlp,  # noqa: E402
-                        quant_gemm, tinygrad_mlp)
+from benchmarks import attention_peak, bf16_gemm, numpy_gpt, numpy_mlp, quant_gemm, tinygrad_mlp  # noqa: E402
 from shapeflow.backend import buffers, gemm, kernels  # noqa: E402
 from shapeflow.models import GPT, MLP, CharLSTM, ResNet, ViT  # noqa: E402
 from shapeflow.nn import functional as F  # noqa: E402
