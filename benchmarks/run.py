@@ -221,7 +221,7 @@ def plan_175b() -> dict:
     code = ("import time, shapeflow as sf; t = time.perf_counter(); "
             "m = sf.models.GPT(51200, 2048, 96, 96, 12288, device='meta'); "
             "i = sf.empty(1, 2048, dtype=sf.int64, device='meta'); "
-            "r = sf.memory.report(m, i, i, precision='bf16-mixed', optimizer='adamw'); "
+            "r = sf.memory.report(m, i, i, precision='bf16-true', optimizer='adamw'); "
             "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')]; "
             "print(time.perf_counter() - t, int(hwm[0].split()[1]) * 1024, r.param_count)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

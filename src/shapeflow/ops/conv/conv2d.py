@@ -206,6 +206,12 @@ class Conv2d(Op):
         return gx, gw
 
 
+def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """np.matmul in the operands' dtype (ml_dtypes' bfloat16 matmul returns float32)."""
+    out = np.matmul(a, b)
+    return out if out.dtype == a.dtype else out.astype(a.dtype)
+
+
 def _conv_forward(spec: _ConvSpec, x, w, b=None) -> np.ndarray:
     N = x.shape[0]
     O, Cg, kh, kw = w.shape
@@ -213,17 +219,17 @@ def _conv_forward(spec: _ConvSpec, x, w, b=None) -> np.ndarray:
     oh, ow = spec.out_hw(x.shape[2], x.shape[3], kh, kw)
     if spec.channels_last(x, kh, kw):
         if kh == kw == 1 and spec.stride == (1, 1) and not any(spec.pads):
-            out = np.matmul(w.reshape(O, Cg), x.reshape(N, Cg, oh * ow))  # no copy of x
+            out = _matmul(w.reshape(O, Cg), x.reshape(N, Cg, oh * ow))  # no copy of x
         else:
             w2 = np.ascontiguousarray(w.transpose(0, 2, 3, 1)).reshape(O, kh * kw * Cg)
             # one small matmul per image, written straight into [N, O, oh*ow]
-            out = np.matmul(w2, spec.cols_nhwc(x, kh, kw).transpose(0, 2, 1))
+            out = _matmul(w2, spec.cols_nhwc(x, kh, kw).transpose(0, 2, 1))
         out = out.reshape(N, O, oh, ow)
         if b is not None:
             out += b.reshape(O, 1, 1)
         return out
     cols = spec.cols(x, kh, kw)                                  # [G, Cg*kh*kw, N*oh*ow]
-    out = np.matmul(w.reshape(G, O // G, Cg * kh * kw), cols)    # [G, O/G, N*oh*ow]
+    out = _matmul(w.reshape(G, O // G, Cg * kh * kw), cols)    # [G, O/G, N*oh*ow]
     out = np.ascontiguousarray(out.reshape(O, N, oh, ow).transpose(1, 0, 2, 3))
     if b is not None:
         out += b.reshape(O, 1, 1)
@@ -268,7 +274,7 @@ class Conv2dInputBackward(Op):
             return _conv_forward(full, g, np.ascontiguousarray(wf).reshape(G * Cg, O // G,
                                                                             kh, kw))
         g_t = np.ascontiguousarray(g.transpose(1, 0, 2, 3)).reshape(G, O // G, -1)
-        dcols = np.matmul(w.reshape(G, O // G, Cg * kh * kw).transpose(0, 2, 1), g_t)
+        dcols = _matmul(w.reshape(G, O // G, Cg * kh * kw).transpose(0, 2, 1), g_t)
         return self.spec.col2im(dcols, self.x_shape, kh, kw)
 
     def backward(self, gg):
@@ -304,11 +310,11 @@ class Conv2dWeightBackward(Op):
             K = kh * kw * Cg
             cols = self.spec.cols_nhwc(x, kh, kw).reshape(-1, K)          # [N*L, K]
             g_t = np.ascontiguousarray(g.transpose(1, 0, 2, 3)).reshape(O, -1)
-            dw = np.matmul(g_t, cols).reshape(O, kh, kw, Cg)
+            dw = _matmul(g_t, cols).reshape(O, kh, kw, Cg)
             return np.ascontiguousarray(dw.transpose(0, 3, 1, 2))
         cols = self.spec.cols(x, kh, kw)                                  # [G, CKg, N*L]
         g_t = np.ascontiguousarray(g.transpose(1, 0, 2, 3)).reshape(G, O // G, -1)
-        dw = np.matmul(g_t, cols.transpose(0, 2, 1))                      # [G, O/G, CKg]
+        dw = _matmul(g_t, cols.transpose(0, 2, 1))                      # [G, O/G, CKg]
         return dw.reshape(self.w_shape)
 
     def backward(self, gw):
