@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT))  # the PyTorch twins the model tests check against
 import torch  # noqa: E402
 
 import shapeflow as sf  # noqa: E402
+from benchmarks import autocast as autocast_bench  # noqa: E402
 from benchmarks import numpy_gpt, numpy_mlp, tinygrad_mlp  # noqa: E402
 from shapeflow.backend import buffers, gemm, kernels  # noqa: E402
 from shapeflow.models import GPT, MLP, CharLSTM, ResNet, ViT  # noqa: E402
@@ -334,7 +335,8 @@ def main(argv=None) -> int:
         if g["ddp_ratio"] > 1.1:
             failed.append("gpt_ddp")
     results.update(sgemm_flops=flops, mlp_flops=mlp_rate, plan_175b=plan, import_s=imports,
-                   two_ranks=two, missed=failed)
+                   two_ranks=two, missed=failed,
+                   autocast=autocast_bench.run(compare, rounds, q))
     Path(args.json).write_text(json.dumps(results, indent=2))
     print(f"targets missed: {', '.join(failed)}" if failed else "every target met")
     return 0
