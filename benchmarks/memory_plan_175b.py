@@ -16,14 +16,14 @@ def main() -> int:
     t = time.perf_counter()
     model = sf.models.GPT(51200, 2048, 96, 96, 12288, device="meta")
     idx = sf.empty(1, 2048, dtype=sf.int64, device="meta")
-    rep = sf.memory.report(model, idx, idx, precision="bf16-mixed", optimizer="adamw")
+    rep = sf.memory.report(model, idx, idx, precision="bf16-true", optimizer="adamw")
     seconds = time.perf_counter() - t
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
     with open("/proc/self/status") as f:  # VmHWM: peak RSS of this program, not its parent
         hwm = [line for line in f if line.startswith("VmHWM")]
     if hwm:
         rss = int(hwm[0].split()[1]) * 1024
-    math = sf.memory.report(model, idx, idx, precision="bf16-mixed", optimizer="adamw",
+    math = sf.memory.report(model, idx, idx, precision="bf16-true", optimizer="adamw",
                             attention="math")
     print(rep)
     fmt = sf.memory.format_bytes

@@ -32,6 +32,7 @@ import torch  # noqa: E402
 
 import shapeflow as sf  # noqa: E402
 from benchmarks import attention_peak, bf16_gemm, numpy_gpt, numpy_mlp, quant_gemm, tinygrad_mlp  # noqa: E402
+from benchmarks import autocast as autocast_bench  # noqa: E402
 from shapeflow.backend import buffers, gemm, kernels  # noqa: E402
 from shapeflow.models import GPT, MLP, CharLSTM, ResNet, ViT  # noqa: E402
 from shapeflow.nn import functional as F  # noqa: E402
@@ -221,7 +222,7 @@ def plan_175b() -> dict:
     code = ("import time, shapeflow as sf; t = time.perf_counter(); "
             "m = sf.models.GPT(51200, 2048, 96, 96, 12288, device='meta'); "
             "i = sf.empty(1, 2048, dtype=sf.int64, device='meta'); "
-            "r = sf.memory.report(m, i, i, precision='bf16-mixed', optimizer='adamw'); "
+            "r = sf.memory.report(m, i, i, precision='bf16-true', optimizer='adamw'); "
             "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')]; "
             "print(time.perf_counter() - t, int(hwm[0].split()[1]) * 1024, r.param_count)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -342,8 +343,9 @@ def main(argv=None) -> int:
             failed.append("gpt_ddp")
     results["bf16_gemm"] = bf16_gemm.report(q)
     results.update(sgemm_flops=flops, mlp_flops=mlp_rate, plan_175b=plan, import_s=imports,
-                   gpt_t512_peak_bytes=peak,
-                   two_ranks=two, missed=failed, quant_gemm=quant_gemm.report(q))
+                   gpt_t512_peak_bytes=peak, quant_gemm=quant_gemm.report(q),
+                   two_ranks=two, missed=failed,
+                   autocast=autocast_bench.run(compare, rounds, q))
     Path(args.json).write_text(json.dumps(results, indent=2))
     print(f"targets missed: {', '.join(failed)}" if failed else "every target met")
     return 0

@@ -26,7 +26,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("backend", ("backend",)),
     # import nothing: tensor.py notes graph breaks, ops record under grad mode, and the
     # engine and ops reach inspect through inspect_hooks
-    ("graph state", ("autograd.grad_mode", "autograd.breaks", "autograd.inspect_hooks")),
+    ("graph state", ("autograd.grad_mode", "autograd.breaks", "autograd.inspect_hooks",
+                     "autograd.autocast_state")),
     ("tensor", ("tensor",)),
     ("factories", ("factories",)),
     ("autograd", ("autograd",)),  # the engine and gradcheck: nodes and Tensor methods, no op
@@ -35,7 +36,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                                 "autograd.function", "autograd.functional", "dlpack")),
     # Module.__call__ runs through inspect/trace.py (module paths and shape chains for
     # every error), so that file is nn's, though it lives in inspect/
-    ("nn, optim, data", ("nn", "optim", "data", "inspect.trace", "distributed", "utils")),
+    ("nn, optim, data", ("nn", "optim", "data", "inspect.trace", "distributed", "utils",
+                         "amp")),
     ("distributed optimizers", ("distributed.optim",)),  # above both optim and distributed
     ("inspect", ("inspect",)),
     # what porting from PyTorch meets: torch's names and device questions, einops' backend

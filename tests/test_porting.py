@@ -70,10 +70,9 @@ def test_questions_about_a_cuda_device_raise_device_errors():
     assert sf.ones(2).is_cuda is False
 
 
-def test_cuda_amp_says_it_is_not_implemented_yet():
-    with pytest.raises(AttributeError, match="not implemented in shapeflow yet: torch.cuda.amp"):
-        sf.cuda.amp.GradScaler()
-    assert not hasattr(sf.cuda, "amp")
+def test_cuda_amp_is_shapeflows_amp():
+    # torch.cuda.amp's names port unchanged: shapeflow's autocast and GradScaler (cpu)
+    assert sf.cuda.amp is sf.amp and sf.cuda.amp.GradScaler is sf.amp.GradScaler
 
 
 def _printed(fn) -> str:

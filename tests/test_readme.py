@@ -91,7 +91,7 @@ def _korthikanti_34sbh(ns) -> None:
     # with dropout, its two masks (a byte an element) make Korthikanti et al.'s 34sbh
     gpt = sf.models.GPT(97, 64, 1, 4, 32, dropout=0.1, device="meta")
     idx = sf.empty(2, 64, dtype=sf.int64, device="meta")
-    row = sf.memory.report(gpt, idx, idx, precision="bf16-mixed",
+    row = sf.memory.report(gpt, idx, idx, precision="bf16-true",
                            recompute="selective").row("transformer.h.0")
     assert row.activations - row.by_kind[base.NORM_STATS] == 34 * 64 * 2 * 32
 

@@ -42,6 +42,12 @@ from .inspect.contracts import check, shapes
 from .inspect.explain import explain_no_grad
 from .inspect.summary import summary
 from .tensor import Tensor, as_tensor, from_numpy, tensor
+from .amp.autocast_mode import (
+    autocast, clear_autocast_cache, get_autocast_cpu_dtype, get_autocast_dtype,
+    is_autocast_cache_enabled, is_autocast_cpu_enabled, is_autocast_enabled,
+    set_autocast_cache_enabled, set_autocast_dtype, set_autocast_enabled,
+)
+from .amp.grad_scaler import GradScaler
 
 float = float32  # noqa: A001
 double = float64
@@ -63,7 +69,7 @@ _LAZY = {
     "memory": ".inspect.memory", "onnx": ".io.onnx", "linalg": ".linalg",
     "distributed": ".distributed", "cuda": ".cuda", "backends": ".backends",
     "accelerator": ".accelerator", "compat": ".compat",
-    "utils": ".utils", "quant": ".quant",
+    "utils": ".utils", "quant": ".quant", "amp": ".amp",
 }
 _LAZY_ATTRS = {"graph": ".inspect.graph", "Graph": ".inspect.graph"}  # subprocess: not at import
 _LAZY_ATTRS.update(dict.fromkeys(

@@ -13,13 +13,9 @@ from .torch_interop import torch_function
 # ---- names PyTorch has and shapeflow does not ----------------------------------------------
 
 # What to use instead, by PyTorch name; names not listed get a rule below or "not implemented".
-_MIXED_PRECISION = "not implemented in shapeflow yet (mixed precision): train in float32"
 ADVICE: dict[str, str] = {
     "torch.compile": "shapeflow runs eagerly: call the model itself",
     "torch.jit": "shapeflow has no TorchScript: run the Python module (sf.onnx exports a graph)",
-    "torch.amp": _MIXED_PRECISION,
-    "torch.autocast": _MIXED_PRECISION,
-    "torch.GradScaler": _MIXED_PRECISION,
     "torch.utils": "torch.utils.data is shapeflow.data; torch.utils.checkpoint.checkpoint is "
                    "sf.checkpoint",
     "torch.Size": "shapes are tuples (sf.Shape is a tuple): compare them with tuples",

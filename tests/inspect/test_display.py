@@ -74,7 +74,7 @@ def _reports():
     rep = sf.memory.report(_vit(), x, optimizer="adamw")
     gpt = sf.models.GPT(50304, 1024, 2, 12, 768, device="meta")
     idx = sf.empty("B", "L", dtype=sf.int64, device="meta")
-    big = sf.memory.report(gpt, idx, idx, precision="bf16-mixed", recompute="selective",
+    big = sf.memory.report(gpt, idx, idx, precision="bf16-true", recompute="selective",
                            optimizer="adamw", checkpoint=True)
     return [sf.summary(_vit(), x), sf.summary(gpt, idx), rep, rep.subs(B=64), big,
             big.subs(B=8, L=1024).plan(devices=8, zero=3, tensor_parallel=2,

@@ -126,7 +126,7 @@ def gpt_block_report(s, b, h, a, **kw):
                 device="meta")
     idx = sf.empty(b, s, dtype=sf.int64, device="meta")
     kw.setdefault("attention", "math")  # the kernel Korthikanti et al. count (P kept)
-    return report(model, idx, idx, precision="bf16-mixed", optimizer="adamw", **kw)
+    return report(model, idx, idx, precision="bf16-true", optimizer="adamw", **kw)
 
 
 @pytest.mark.parametrize("s,b,h,a", KORTHIKANTI)
@@ -157,7 +157,7 @@ def test_tensor_and_sequence_parallel_split_as_table_2(s, b, h, a, t):
 def test_zero_stages_match_the_paper():
     model = nn.Linear(75_000, 100_000, bias=False, device="meta")  # 7.5B parameters
     x = sf.empty(1, 75_000, device="meta")
-    rep = report(model, x, optimizer="adamw", precision="bf16-mixed")
+    rep = report(model, x, optimizer="adamw", precision="bf16-true")
     assert rep.params + rep.grads + rep.optimizer_state == 16 * 7_500_000_000  # 2 + 2 + 12
     gb = [rep.plan(devices=64, zero=k).model_states / 1e9 for k in range(4)]
     assert [round(g, 1) for g in gb] == [120.0, 31.4, 16.6, 1.9]
@@ -219,7 +219,7 @@ def test_report_shows_what_checkpointing_saves():
     assert "without recomputation" in str(ckpt)
     own = report(GPT(97, s, 2, a, h, dropout=0.1, checkpoint=True, device="meta"),
                  *(sf.empty(b, s, dtype=sf.int64, device="meta"),) * 2,
-                 precision="bf16-mixed")
+                 precision="bf16-true")
     assert own.activations == ckpt.activations  # GPT(checkpoint=True) saves the same
 
 
@@ -271,10 +271,10 @@ def test_mixed_precision_counts_16_bit_copies_and_fp32_state():
     model = MLP(16, [32], 4)
     n = sum(p.numel() for p in model.parameters())
     rep = report(model, sf.empty("B", 16, device="meta"), optimizer="adamw",
-                 precision="fp16-mixed")
+                 precision="fp16-true")
     assert (rep.params, rep.grads, rep.optimizer_state) == (2 * n, 2 * n, 12 * n)
     sgd = report(model, sf.empty(3, 16, device="meta"), optimizer=sf.optim.SGD,
-                 precision="bf16-mixed")
+                 precision="bf16-true")
     assert sgd.optimizer_state == 4 * n  # fp32 master weights only
 
 

@@ -111,7 +111,7 @@ def test_checkpointed_175b_plan_peaks_at_the_unchecked_plans_peak():
     """GPT-3's plan: checkpointing used to add every block's input (4.5 GiB) to the peak."""
     model = GPT(51200, 2048, 96, 96, 12288, device="meta")
     idx = sf.empty(1, 2048, dtype=sf.int64, device="meta")
-    kw = dict(precision="bf16-mixed", optimizer="adamw")
+    kw = dict(precision="bf16-true", optimizer="adamw")
     plain, full = report(model, idx, idx, **kw), report(model, idx, idx, recompute="full", **kw)
     assert full.peak == plain.peak  # the peak: embedding backward, every grad, no activation
     assert full.activations == 96 * 2 * 2048 * 12288 + 310_435_840  # block inputs + the rest
@@ -291,7 +291,7 @@ def test_peak_can_fall_in_the_optimizer_step(kernel_path):
 def test_timeline_of_a_gpt_says_where_each_phase_peaks():
     model = GPT(97, 32, 2, 4, 64, dropout=0.1, device="meta")
     idx = sf.empty(2, 32, dtype=sf.int64, device="meta")
-    rep = report(model, idx, idx, precision="bf16-mixed", optimizer="adamw")
+    rep = report(model, idx, idx, precision="bf16-true", optimizer="adamw")
     fwd, bwd, step = rep.timeline
     assert fwd.peak < bwd.peak and rep.peak == max(fwd.peak, bwd.peak, step.peak)
     assert bwd.where.endswith("backward") and "transformer" in bwd.where
@@ -299,6 +299,6 @@ def test_timeline_of_a_gpt_says_where_each_phase_peaks():
     assert step.where.startswith(largest) and "fp32 copy" in step.where
     assert "timeline" in str(rep) and "<- peak" in str(rep)
     sidx = sf.empty("B", 32, dtype=sf.int64, device="meta")
-    sym = report(model, sidx, sidx, precision="bf16-mixed", optimizer="adamw")
+    sym = report(model, sidx, sidx, precision="bf16-true", optimizer="adamw")
     assert [p.subs(B=2).peak for p in sym.timeline] == [p.peak for p in rep.timeline]
     assert [p.peak for p in sym.subs(B=2).timeline] == [p.peak for p in rep.timeline]

@@ -104,7 +104,8 @@ def _numpy(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
     out = np.matmul(a, b)
     if bias is not None:
         out += bias
-    return out
+    # ml_dtypes' bfloat16 matmul returns float32: round to the operands' dtype
+    return out if out.dtype == a.dtype else out.astype(a.dtype)
 
 
 def matmul(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import argparse
 
-_PRECISION = {"fp32": "fp32", "float32": "fp32", "bf16": "bf16-mixed", "bfloat16": "bf16-mixed",
-              "fp16": "fp16-mixed", "float16": "fp16-mixed"}
+# sf.memory.report's precisions (inspect/memory/report.py PRECISIONS; a test keeps them equal)
+PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16-true", "fp16-true")
+
+# --dtype: what the weights are held in (16 bits: with fp32 master weights, "-true")
+_DTYPE = {"fp32": "fp32", "float32": "fp32", "bf16": "bf16-true", "bfloat16": "bf16-true",
+          "fp16": "fp16-true", "float16": "fp16-true"}
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -32,9 +36,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     v.add_argument("--classes", type=int, default=1000)
     p.add_argument("--input", help='input shape for module:factory models, e.g. "B,3,32,32"')
     p.add_argument("--batch", type=int, default=1, help="micro-batch per device")
-    p.add_argument("--dtype", default="fp32", choices=sorted(_PRECISION),
-                   help="bf16/fp16: mixed precision (16-bit weights, grads and activations, "
-                   "fp32 master weights and optimizer state)")
+    p.add_argument("--precision", default=None, choices=list(PRECISIONS),
+                   help="bf16-mixed/fp16-mixed: the step under sf.autocast (fp32 weights, "
+                   "16-bit weight copies and activations); bf16-true/fp16-true: 16-bit "
+                   "weights, grads and activations, fp32 master weights and optimizer state")
+    p.add_argument("--dtype", default=None, choices=sorted(_DTYPE),
+                   help="the weights' dtype: bf16/fp16 mean --precision bf16-true/fp16-true")
     p.add_argument("--optimizer", default="adamw", help="adamw, adam, momentum, sgd, none")
     p.add_argument("--checkpoint", action="store_true", help="recompute every block in backward")
     p.add_argument("--recompute", default=None, choices=["none", "selective", "full"],
@@ -49,6 +56,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--tensor-parallel", type=int, default=1)
     p.add_argument("--sequence-parallel", action="store_true")
     p.set_defaults(func=run)
+
+
+def precision(args) -> str:
+    """The report's precision from --precision or --dtype (one of them, or fp32)."""
+    if args.precision is not None and args.dtype is not None:
+        from ..inspect.memory import MemoryPlanError
+
+        raise MemoryPlanError("shapeflow memory: give --precision or --dtype, not both")
+    if args.precision is not None:
+        return args.precision
+    return _DTYPE[args.dtype or "fp32"]
 
 
 def build(args):
@@ -104,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
     with meta:  # the model is built there directly: its weights are never allocated
         model, inputs = build(args)
     rep = report(model, *inputs, optimizer=None if args.optimizer == "none" else args.optimizer,
-                 precision=_PRECISION[args.dtype],
+                 precision=precision(args),
                  mode="inference" if args.inference else "train",
                  recompute="full" if args.checkpoint else args.recompute,
                  attention=args.attention)

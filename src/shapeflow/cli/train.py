@@ -7,6 +7,8 @@ import argparse
 import sys
 import time
 
+from .amp_step import PRECISIONS
+
 DEFAULT_SAVE = "gpt_char.safetensors"
 
 
@@ -23,6 +25,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     t.add_argument("--heads", type=int, default=4)
     t.add_argument("--lr", type=float, default=3e-3)
     t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--precision", default="fp32", choices=list(PRECISIONS),
+                   help="gpt: bf16-mixed (sf.autocast), fp16-mixed (autocast + GradScaler), "
+                   "bf16-true (bfloat16 weights, AdamW with fp32 master weights)")
     t.add_argument("--epochs", type=int, default=4, help="resnet: passes over the digits")
     t.add_argument("--width", type=int, default=16, help="resnet: channels of the first stage")
     t.add_argument("--sample-tokens", type=int, default=200)
@@ -70,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     train_gpt(steps=args.steps, batch_size=args.batch_size, block_size=args.block_size,
               n_layer=args.layers, n_embd=args.d_model, n_head=args.heads, lr=args.lr,
               seed=args.seed, sample_tokens=args.sample_tokens, save=args.save,
-              val_batches=args.val_batches)
+              val_batches=args.val_batches, precision=args.precision)
     return 0
 
 
@@ -87,18 +92,22 @@ def _batch(ids, rng, batch_size: int, block_size: int):
 
 
 def validation_loss(model, ids, batch_size: int, block_size: int, batches: int,
-                    seed: int = 0) -> float:
+                    seed: int = 0, precision: str = "fp32") -> float:
     """Mean loss on `batches` fixed random windows of held-out ids, in eval mode, no grad."""
     import numpy as np
 
     from ..autograd.grad_mode import no_grad
+    from .amp_step import AmpStep
 
     rng = np.random.default_rng(seed)  # the same windows at every call
     was_training = model.training
     model.eval()
+    region = AmpStep(precision).autocast
     with no_grad():
-        losses = [model(*_batch(ids, rng, batch_size, block_size))[1].item()
-                  for _ in range(batches)]
+        losses = []
+        for _ in range(batches):
+            with region():
+                losses.append(model(*_batch(ids, rng, batch_size, block_size))[1].item())
     model.train(was_training)
     return float(np.mean(losses))
 
@@ -106,9 +115,10 @@ def validation_loss(model, ids, batch_size: int, block_size: int, batches: int,
 def train_gpt(steps: int = 300, batch_size: int = 32, block_size: int = 64, n_layer: int = 2,
               n_embd: int = 128, n_head: int = 4, lr: float = 3e-3, seed: int = 0,
               sample_tokens: int = 200, save: str | None = DEFAULT_SAVE,
-              val_batches: int = 8) -> dict:
+              val_batches: int = 8, precision: str = "fp32") -> dict:
     """Train, print the falling loss, the validation loss and a sample, save a checkpoint;
-    return the first and last training losses and the validation loss."""
+    return the first and last training losses and the validation loss. `precision`: fp32,
+    bf16-mixed, fp16-mixed or bf16-true (cli/amp_step.py)."""
     import numpy as np
     from rich.console import Console
 
@@ -120,6 +130,7 @@ def train_gpt(steps: int = 300, batch_size: int = 32, block_size: int = 64, n_la
 
     from ..errors import ShapeflowError
     from ._progress import progress_bar
+    from .amp_step import AmpStep
 
     rank, world = data_parallel()  # (0, 1) unless started on several ranks by mpiexec
     console = Console(quiet=rank != 0)
@@ -132,10 +143,12 @@ def train_gpt(steps: int = 300, batch_size: int = 32, block_size: int = 64, n_la
     config = dict(vocab_size=data.vocab_size, block_size=block_size, n_layer=n_layer,
                   n_head=n_head, n_embd=n_embd, dropout=0.0)
     model = GPT(**config)
+    amp = AmpStep(precision, model)
     if world > 1:  # every rank its own share of each batch; gradients averaged
         model = sf.nn.parallel.DistributedDataParallel(model)
         batch_size = max(1, batch_size // world)
-    opt = optim.AdamW(model.parameters(), lr=lr, weight_decay=0.1, betas=(0.9, 0.95))
+    opt = optim.AdamW(model.parameters(), lr=lr, weight_decay=0.1, betas=(0.9, 0.95),
+                      master_weights=amp.master_weights)
     warmup = max(1, steps // 10)
     sched = optim.lr_scheduler.SequentialLR(opt, [
         optim.lr_scheduler.LinearLR(opt, start_factor=0.1, total_iters=warmup),
@@ -144,21 +157,21 @@ def train_gpt(steps: int = 300, batch_size: int = 32, block_size: int = 64, n_la
     rng = np.random.default_rng([seed, rank])
     console.print(f"corpus {len(text):,} characters ({len(data.val_ids):,} held out), vocab "
                   f"{data.vocab_size}, {sum(p.numel() for p in model.parameters()):,} parameters"
-                  + (f", {world} ranks x batch {batch_size}" if world > 1 else ""))
+                  + (f", {world} ranks x batch {batch_size}" if world > 1 else "")
+                  + (f", {precision}" if precision != "fp32" else ""))
 
     def val() -> float:
-        return validation_loss(model, data.val_ids, batch_size, block_size, val_batches, seed)
+        return validation_loss(model, data.val_ids, batch_size, block_size, val_batches, seed,
+                               precision)
 
     losses = []
     start = time.perf_counter()
     with progress_bar(console, "step {task.completed:>5}") as progress:
         task = progress.add_task("train", total=steps, loss=None)
         for step in range(steps):
-            _, loss = model(*_batch(data.train_ids, rng, batch_size, block_size))
-            loss.backward()
-            sf.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            opt.zero_grad()
+            with amp.autocast():
+                _, loss = model(*_batch(data.train_ids, rng, batch_size, block_size))
+            amp.backward_and_step(loss, opt, model.parameters(), clip=1.0)
             sched.step()
             losses.append(loss.item())
             progress.update(task, advance=1, loss=losses[-1])
@@ -179,7 +192,8 @@ def train_gpt(steps: int = 300, batch_size: int = 32, block_size: int = 64, n_la
                                  hint="check that its folder exists and is writable") from None
         console.print(f"saved {save} (weights, config, vocabulary)")
     prompt = sf.tensor([data.encode(text[:block_size // 2])])
-    out = model.generate(prompt, sample_tokens, temperature=0.8, top_k=20)
+    with amp.autocast():
+        out = model.generate(prompt, sample_tokens, temperature=0.8, top_k=20)
     console.print("[bold]sample:[/bold]\n" + data.decode(out[0].tolist()), highlight=False)
     return {"first_loss": losses[0], "last_loss": last, "val_loss": val_loss}
 

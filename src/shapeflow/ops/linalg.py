@@ -7,11 +7,13 @@ import string
 
 import numpy as np
 
+from ..autograd.autocast_state import hot as _autocast_hot
 from ..backend import gemm
 from ..dtypes import float32, float64, promote_types
 from ..errors import DTypeError, ShapeError, ShapeRuntimeError
 from ..shape import broadcast_shapes, dims_equal, format_shape
 from ..tensor import Tensor, describe
+from . import autocast as _autocast
 from .base import LAYER_INPUT, Op, Saved, apply
 from .reduce import expand_to
 
@@ -107,6 +109,8 @@ def _transpose_hint(sa, sb) -> str | None:
 
 def matmul(a: Tensor, b: Tensor) -> Tensor:
     """PyTorch's matmul: 1-D operands gain a dim for the product and lose it after."""
+    if _autocast_hot.on:  # sf.autocast: lower precision
+        a, b = _autocast.lower(a, b)
     if len(a.shape) >= 2 and len(b.shape) >= 2:
         return apply(Matmul(), a, b)
     check_matmul(a, b)
@@ -137,6 +141,8 @@ def _rank_error(op: str, what: str, a: Tensor, b: Tensor) -> ShapeError:
 
 def mm(a: Tensor, b: Tensor) -> Tensor:
     """The product of two matrices (2-D only; matmul broadcasts, mm does not)."""
+    if _autocast_hot.on:  # sf.autocast: lower precision
+        a, b = _autocast.lower(a, b)
     if a.ndim != 2 or b.ndim != 2:
         raise _rank_error("mm", "both operands must be 2-D matrices", a, b)
     check_matmul(a, b, "mm")
@@ -145,6 +151,8 @@ def mm(a: Tensor, b: Tensor) -> Tensor:
 
 def bmm(a: Tensor, b: Tensor) -> Tensor:
     """A batch of matrix products: [B, n, m] @ [B, m, p] -> [B, n, p], with no broadcasting."""
+    if _autocast_hot.on:  # sf.autocast: lower precision
+        a, b = _autocast.lower(a, b)
     if a.ndim != 3 or b.ndim != 3:
         raise _rank_error("bmm", "both operands must be 3-D batches of matrices", a, b)
     check_matmul(a, b, "bmm")
@@ -396,6 +404,8 @@ def einsum(equation: str, *operands) -> Tensor:
         if not isinstance(x, Tensor):
             raise DTypeError(f"einsum: operand {i} is a {type(x).__name__}, not a tensor",
                              op="einsum")
+    if _autocast_hot.on and len(operands) > 1:  # sf.autocast: PyTorch's runs bmm
+        operands = _autocast.lower(*operands)
     return apply(Einsum(equation), *operands)
 
 

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..autograd.autocast_state import hot as _autocast_hot
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor, describe, from_numpy
+from . import autocast as _autocast
 from .base import OUT, X0, X1, X2, Op, Saved, apply
 from .inplace import inplace_method as _inplace
 from .movement import IndexAdd, gather, index_add, index_select, scatter_add
@@ -272,6 +274,8 @@ class IndexFill(Op):
 
 def index_copy(x: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
     """x with source's slices copied to the positions index names along dim."""
+    if _autocast_hot.on:  # sf.autocast: the widest float dtype of x and source
+        x, source = _autocast.promote((x, source))
     return apply(IndexCopy(dim), x, index, source)
 
 

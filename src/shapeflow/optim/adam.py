@@ -21,7 +21,7 @@ class Adam(Optimizer):
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, amsgrad: bool = False, *, maximize: bool = False,
-                 decoupled_weight_decay: bool = False) -> None:
+                 decoupled_weight_decay: bool = False, master_weights: bool = False) -> None:
         check_numbers(type(self).__name__, lr=lr, betas=tuple(betas), eps=eps,
                       weight_decay=weight_decay)
         if lr < 0.0:
@@ -36,7 +36,8 @@ class Adam(Optimizer):
             raise invalid(f"Invalid weight_decay value: {weight_decay}")
         defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay,
                     "amsgrad": amsgrad, "maximize": maximize,
-                    "decoupled_weight_decay": decoupled_weight_decay}
+                    "decoupled_weight_decay": decoupled_weight_decay,
+                    "master_weights": master_weights}
         super().__init__(params, defaults)
 
     def state_per_param(self, group: dict) -> list[str]:
@@ -133,9 +134,9 @@ class AdamW(Adam):
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 1e-2, amsgrad: bool = False, *,
-                 maximize: bool = False) -> None:
+                 maximize: bool = False, master_weights: bool = False) -> None:
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
-                         decoupled_weight_decay=True)
+                         decoupled_weight_decay=True, master_weights=master_weights)
 
     def load_state_dict(self, state_dict: dict) -> None:
         super().load_state_dict(state_dict)

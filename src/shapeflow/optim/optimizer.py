@@ -57,6 +57,13 @@ class Optimizer:
     buffers (each the size of the parameter) kept for every parameter of a group.
     """
 
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if "step" in cls.__dict__:  # master_weights=True groups step through fp32 copies
+            from .master_weights import with_master_weights
+
+            cls.step = with_master_weights(cls.__dict__["step"])
+
     def __init__(self, params, defaults: dict) -> None:
         self.defaults = defaults
         self.state: defaultdict = defaultdict(dict)
@@ -240,9 +247,10 @@ class Optimizer:
                                      f"{format_shape(arr.shape)} for a parameter "
                                      f"{describe(param)}"))
                     continue
-                if param.data is not None and arr.dtype.kind == "f":
+                if param.data is not None and arr.dtype.kind == "f" and not (
+                        arr.dtype == np.float32 and param.data.dtype.itemsize == 2):
                     arr = arr.astype(param.data.dtype)  # a copy: the state is ours alone
-                else:
+                else:  # (float32 state of a 16-bit parameter: its master weights' kept)
                     arr = arr.copy()
                 out[name] = from_numpy(arr)
             new_state[param] = out

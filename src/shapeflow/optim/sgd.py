@@ -19,7 +19,7 @@ class SGD(Optimizer):
 
     def __init__(self, params, lr: float = 1e-3, momentum: float = 0, dampening: float = 0,
                  weight_decay: float = 0, nesterov: bool = False, *,
-                 maximize: bool = False) -> None:
+                 maximize: bool = False, master_weights: bool = False) -> None:
         check_numbers("SGD", lr=lr, momentum=momentum, dampening=dampening,
                       weight_decay=weight_decay)
         if lr < 0.0:
@@ -31,7 +31,8 @@ class SGD(Optimizer):
         if nesterov and (momentum <= 0 or dampening != 0):
             raise invalid("Nesterov momentum requires a momentum and zero dampening")
         defaults = {"lr": lr, "momentum": momentum, "dampening": dampening,
-                    "weight_decay": weight_decay, "nesterov": nesterov, "maximize": maximize}
+                    "weight_decay": weight_decay, "nesterov": nesterov, "maximize": maximize,
+                    "master_weights": master_weights}
         super().__init__(params, defaults)
 
     def state_per_param(self, group: dict) -> list[str]:

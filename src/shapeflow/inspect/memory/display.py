@@ -66,10 +66,12 @@ def report_parts(rep) -> list:
     if train:
         t.add_row("gradients", bytes_cell(rep.grads), "one per trained parameter")
         t.add_row("optimizer state", bytes_cell(rep.optimizer_state),
-                  "moments / momentum" + (" + fp32 master weights" if rep.precision != "fp32"
-                                          else ""))
+                  "moments / momentum" + (" + fp32 master weights" if
+                                          rep.precision.endswith("-true") else ""))
         t.add_row("activations", bytes_cell(rep.activations),
-                  "what backward keeps (saved by each op, once each)")
+                  "what backward keeps (saved by each op, once each)" + (
+                      "; 16-bit weight copies included" if rep.precision.endswith("-mixed")
+                      else ""))
         if rep.activations_without_checkpoint is not None:
             what = "blocks" if rep.recompute == "full" else "attention cores" if (
                 rep.checkpoint == "") else "attention cores and blocks"

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from ... import dtypes as _dt
 from ...autograd import grad_mode
 from ...autograd.engine import backward as _backward
 from ...device import meta
@@ -21,11 +20,11 @@ from ...ops.nn.recurrent import RECURRENT_GATES
 from ...tensor import Tensor
 from .. import trace as _trace
 from ..meta import meta_copy
+from .precision import PRECISIONS, WEIGHT_COPIES, is_weight_copy
 from .tracker import LiveTracker, Max, Peak
 
-PRECISIONS = {"fp32": None, "bf16-mixed": _dt.bfloat16, "fp16-mixed": _dt.float16}
 KINDS = (base.LAYER_INPUT, base.ATTENTION, base.ACTIVATION_INPUT, base.DROPOUT_MASK,
-         base.NORM_STATS, RECURRENT_GATES, base.OTHER)
+         base.NORM_STATS, RECURRENT_GATES, WEIGHT_COPIES, base.OTHER)
 
 
 class MemoryPlanError(ShapeflowError, ValueError):
@@ -189,9 +188,12 @@ def report(model, *inputs, loss_fn=None, target=None, optimizer=None, mode: str 
     `loss_fn(output, target)` (or `loss_fn(output)` without a target; default: a scalar the
     model returns, else output.sum()), e.g. `loss_fn=F.cross_entropy, target=y`;
     `optimizer`: an Optimizer (instance or class) or "sgd", "momentum", "adam", "adamw";
-    `precision`: "fp32", "bf16-mixed" or "fp16-mixed" (16-bit weights, grads and
-    activations; fp32 master weights and optimizer state); `checkpoint`: True for every
-    block of every ModuleList, module paths, or a module class, recomputed in backward;
+    `precision`: "fp32"; "bf16-mixed" or "fp16-mixed" (the step under sf.autocast: fp32
+    weights, grads and state, 16-bit weight copies for the step and 16-bit activations where
+    ops run in 16 bits); "bf16-true" or "fp16-true" (16-bit weights, grads and activations,
+    fp32 master weights and optimizer state, as Megatron and ZeRO count); `checkpoint`: True
+    for every block of every ModuleList, module paths, or a module class, recomputed in
+    backward;
     `recompute`: "none", "selective" (attention cores) or "full" (checkpoint=True);
     `attention`: the kernel scaled_dot_product_attention runs, "flash" (saves the output and
     the row logsumexp) or "math" (saves the probabilities; what Korthikanti et al. count);
@@ -229,19 +231,21 @@ def _report(model, inputs, loss_fn, target, optimizer, mode, precision, checkpoi
         raise MemoryPlanError(f"memory.report: precision must be one of "
                               f"{', '.join(PRECISIONS)}, got {precision!r}")
     recompute, checkpoint = modes.resolve(recompute, checkpoint)
-    half = PRECISIONS[precision]
+    low, how = PRECISIONS[precision]
+    half = low if how == "true" else None  # what weights and inputs are held in
+    amp = low if how == "mixed" else None  # what autocast runs the listed ops in
     named = list(model.named_parameters())  # tied parameters once
     states = optimizer_states(optimizer, model, named)
     train = mode == "train"
     loss = (loss_fn, target)
     asked = recompute if train else "none"
-    run = _simulate(model, inputs, kwargs, loss, half, train, asked, checkpoint)
+    run = _simulate(model, inputs, kwargs, loss, half, train, asked, checkpoint, amp=amp)
     infer = run if not train else _simulate(model, inputs, kwargs, loss, half, False, "none",
-                                            None)
+                                            None, amp=amp)
     without = None
     if asked != "none":
         without = _simulate(model, inputs, kwargs, loss, half, True, "none", None,
-                            backward=False)["activations"]
+                            backward=False, amp=amp)["activations"]
 
     infos, params_b, grads_b, state_b = [], 0, 0, 0
     for name, p in named:
@@ -299,9 +303,11 @@ def _plus(peak, extra):
 
 
 def _simulate(model, inputs, kwargs, loss, half, train: bool, recompute: str,
-              checkpoint, backward: bool = True, install=None) -> dict:
+              checkpoint, backward: bool = True, install=None, amp=None) -> dict:
     """One step on a meta copy: saved storages, rows, peaks above what existed before
-    (without `backward`, only what forward saves is meant to be read)."""
+    (without `backward`, only what forward saves is meant to be read); forward and loss
+    under sf.autocast(dtype=amp) when `amp` is a dtype, as a bf16-mixed training loop."""
+    from ...amp.autocast_mode import autocast
     from . import modes
     from .timeline import FORWARD, Locator
 
@@ -340,7 +346,8 @@ def _simulate(model, inputs, kwargs, loss, half, train: bool, recompute: str,
         tracker.begin(FORWARD)
         base.add_observer(observe)
         try:
-            with grad_mode.set_grad_enabled(train):
+            with grad_mode.set_grad_enabled(train), autocast(
+                    "cpu", dtype=amp, enabled=amp is not None):
                 out = m(*args, **kw)
                 loss = _loss(out, loss_fn, target) if train else None
             saved, rows, by_kind, total = _collect(records, param_keys, sharded, m)
@@ -387,7 +394,8 @@ def _collect(records, param_keys, sharded, model):
                 size = base.storage_nbytes(t)
                 flag = (in_flags[entry.index] if entry.source == base.INPUT else
                         sharded.get(id(node), False))
-                s = seen[key] = SavedStorage(size, entry.kind, flag, stack[-1] if stack else "")
+                kind = WEIGHT_COPIES if is_weight_copy(t, param_keys) else entry.kind
+                s = seen[key] = SavedStorage(size, kind, flag, stack[-1] if stack else "")
             for p in ("",) + stack:
                 if key not in row_seen[p]:
                     row_seen[p].add(key)

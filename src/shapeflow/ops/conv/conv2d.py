@@ -11,10 +11,12 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from ...autograd.autocast_state import hot as _autocast_hot
 from ...backend import gemm, kernels
 from ...errors import DTypeError, ShapeError, ShapeRuntimeError
 from ...shape import dims_equal, format_shape
 from ...tensor import Tensor, describe
+from .. import autocast as _autocast
 from ..base import LAYER_INPUT, Op, Saved, apply
 
 _X = Saved.input(0, LAYER_INPUT)
@@ -394,6 +396,8 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
 
     padding: an int, a pair, 'valid' (none) or 'same' (output size = input size, stride 1).
     """
+    if _autocast_hot.on:  # sf.autocast: lower precision
+        input, weight, bias = _autocast.lower(input, weight, bias)
     op = "conv2d"
     stride = _pair(stride, "stride", op, 1)
     dilation = _pair(dilation, "dilation", op, 1)

@@ -8,9 +8,11 @@ depth taps of conv2d over [N * D_out, C, H, W] depth slices.
 
 from __future__ import annotations
 
+from ...autograd.autocast_state import hot as _autocast_hot
 from ...errors import ShapeError
 from ...shape import dims_equal, format_shape
 from ...tensor import Tensor, describe
+from .. import autocast as _autocast
 from ..base import LAYER_INPUT, Saved, apply
 from .conv2d import _W, Conv2dInputBackward, _ConvSpec, _pair, conv2d
 
@@ -59,6 +61,8 @@ def _check_channels(op: str, x: Tensor, weight: Tensor, c_axis_w: int, groups: i
 def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
            dilation=1, groups: int = 1) -> Tensor:
     """1-D cross-correlation over [N, C, L] (or [C, L]); weight [O, C/groups, k]."""
+    if _autocast_hot.on:  # sf.autocast: lower precision
+        input, weight, bias = _autocast.lower(input, weight, bias)
     op = "conv1d"
     _check_channels(op, input, weight, 1, groups, "[N, C, L]", "[out_channels, "
                     "in_channels/groups, k]")
@@ -93,6 +97,8 @@ class ConvTranspose2d(Conv2dInputBackward):
 def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,
                      padding=0, output_padding=0, groups: int = 1, dilation=1) -> Tensor:
     """PyTorch's conv_transpose2d (the gradient of conv2d w.r.t. its input), [N, C, H, W]."""
+    if _autocast_hot.on:  # sf.autocast: lower precision
+        input, weight, bias = _autocast.lower(input, weight, bias)
     op = "conv_transpose2d"
     _check_channels(op, input, weight, 0, groups, "[N, C, H, W]",
                     "[in_channels, out_channels/groups, kh, kw]")
@@ -104,6 +110,8 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
 def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,
                      padding=0, output_padding=0, groups: int = 1, dilation=1) -> Tensor:
     """PyTorch's conv_transpose1d over [N, C, L]; weight [C_in, C_out/groups, k]."""
+    if _autocast_hot.on:  # sf.autocast: lower precision
+        input, weight, bias = _autocast.lower(input, weight, bias)
     op = "conv_transpose1d"
     _check_channels(op, input, weight, 0, groups, "[N, C, L]",
                     "[in_channels, out_channels/groups, k]")
@@ -158,6 +166,8 @@ def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
            dilation=1, groups: int = 1) -> Tensor:
     """3-D cross-correlation over [N, C, D, H, W] (or [C, D, H, W]); weight
     [O, C/groups, kd, kh, kw]."""
+    if _autocast_hot.on:  # sf.autocast: lower precision
+        input, weight, bias = _autocast.lower(input, weight, bias)
     op = "conv3d"
     _check_channels(op, input, weight, 1, groups, "[N, C, D, H, W]",
                     "[out_channels, in_channels/groups, kd, kh, kw]")

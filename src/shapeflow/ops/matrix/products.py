@@ -3,9 +3,11 @@ cdist, tensordot. Composites: their gradients come from the primitives."""
 
 from __future__ import annotations
 
+from ...autograd.autocast_state import hot as _autocast_hot
 from ...errors import DTypeError, ShapeError
 from ...shape import broadcast_shapes, normalize_dim
 from ...tensor import Tensor, describe
+from .. import autocast as _autocast
 from ..inplace import inplace_method as _inplace
 from ..linalg import bmm, matmul, mm, mv, outer
 from ..movement import cat, narrow, permute, reshape
@@ -24,6 +26,8 @@ def _scaled_sum(input: Tensor, prod: Tensor, beta, alpha) -> Tensor:  # noqa: A0
 
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:  # noqa: A002
     """beta * input + alpha * (mat1 @ mat2), for matrices (input broadcasts)."""
+    if _autocast_hot.on:  # sf.autocast: lower precision
+        input, mat1, mat2 = _autocast.lower(input, mat1, mat2)
     if (beta == 1 and alpha == 1 and input.ndim == 1 and mat1.ndim == 2 and mat2.ndim == 2
             and input.dtype is mat1.dtype is mat2.dtype and mat1.shape[1] == mat2.shape[0]
             and input.shape[0] == mat2.shape[1]):
@@ -48,12 +52,16 @@ def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1) -> Tenso
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1,  # noqa: A002
             alpha=1) -> Tensor:
     """beta * input + alpha * (batch1 @ batch2), batch by batch."""
+    if _autocast_hot.on:  # sf.autocast: lower precision
+        input, batch1, batch2 = _autocast.lower(input, batch1, batch2)
     return _scaled_sum(input, bmm(batch1, batch2), beta, alpha)
 
 
 def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1,  # noqa: A002
            alpha=1) -> Tensor:
     """beta * input + alpha * sum over the batch of batch1[i] @ batch2[i]."""
+    if _autocast_hot.on:  # sf.autocast: lower precision
+        input, batch1, batch2 = _autocast.lower(input, batch1, batch2)
     return _scaled_sum(input, bmm(batch1, batch2).sum(0), beta, alpha)
 
 
@@ -97,6 +105,8 @@ def kron(a: Tensor, b: Tensor) -> Tensor:
 def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
           compute_mode: str = "use_mm_for_euclid_dist_if_necessary") -> Tensor:
     """The p-norm distance between each row of x1 [.., P, M] and each of x2 [.., R, M]."""
+    if _autocast_hot.on:  # sf.autocast: fp32
+        x1, x2 = _autocast.fp32(x1, x2)
     if x1.ndim < 2 or x2.ndim < 2 or x1.shape[-1] != x2.shape[-1]:
         raise ShapeError(
             "cdist: expected x1 [..., P, M] and x2 [..., R, M] with the same M, got "
@@ -113,6 +123,8 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
 
 def tensordot(a: Tensor, b: Tensor, dims=2) -> Tensor:
     """Contract the last `dims` dims of a with the first of b, or the listed dim pairs."""
+    if _autocast_hot.on:  # sf.autocast: lower precision
+        a, b = _autocast.lower(a, b)
     if isinstance(dims, int):
         if dims < 0:
             raise ShapeError(f"tensordot: dims must be non-negative, got {dims}",

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...autograd.autocast_state import hot as _autocast_hot
 from ...errors import ShapeError
 from ...shape import normalize_dim
 from ...tensor import Tensor, describe
+from .. import autocast as _autocast
 from ..base import Op, apply
 from .views import View, _view_apply
 
@@ -110,6 +112,8 @@ def diag(x: Tensor, diagonal: int = 0) -> Tensor:
 
 def trace(x: Tensor) -> Tensor:
     """The sum of a matrix's main diagonal."""
+    if _autocast_hot.on:  # sf.autocast: fp32
+        x, = _autocast.fp32(x)
     if x.ndim != 2:
         raise ShapeError(f"trace: expected a matrix (2-D), got {describe(x)}", op="trace",
                          operands=[("input", describe(x))],

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...autograd.autocast_state import hot as _autocast_hot
 from ...errors import ArgumentError, ShapeRuntimeError
 from ...shape import normalize_dim
 from ...tensor import Tensor, describe
+from .. import autocast as _autocast
 from ..base import X0_ACT, Op, apply
 from ..elementwise import abs as _abs
 from ..elementwise import sigmoid, softplus, tanh, where, zeros_scalar_like
@@ -125,6 +127,8 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
 
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """max(0, x) + weight * min(0, x); weight has 1 entry or one per channel (dim 1)."""
+    if _autocast_hot.on:  # sf.autocast: lower precision
+        input, weight = _autocast.lower(input, weight)
     n = weight.numel()
     if n != 1:
         if input.ndim < 2 or input.shape[1] != n:

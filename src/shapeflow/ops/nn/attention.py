@@ -7,11 +7,13 @@ import math
 import numpy as np
 
 from ... import dtypes as _dt
+from ...autograd.autocast_state import hot as _autocast_hot
 from ...backend import gemm, kernels
 from ...errors import DTypeError, ShapeError, ShapeRuntimeError
 from ...random import get_rng
 from ...shape import broadcast_shapes, dims_equal, format_shape
 from ...tensor import Tensor, describe
+from .. import autocast as _autocast
 from .. import meta_layout
 from ..base import ATTENTION, DROPOUT_MASK, LAYER_INPUT, Op, Saved, apply
 from ..elementwise import where
@@ -209,6 +211,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
                                  scale: float | None = None, enable_gqa: bool = False,
                                  generator=None) -> Tensor:
     """softmax(q @ k^T * scale + mask) @ v (PyTorch semantics; bool mask: True = attend)."""
+    if _autocast_hot.on:  # sf.autocast: lower precision
+        query, key, value, attn_mask = _autocast.lower(query, key, value, attn_mask)
     if enable_gqa:
         key, value = _gqa_heads(query, key), _gqa_heads(query, value)
     if is_causal and attn_mask is not None:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from ... import dtypes as _dt
+from ...autograd.autocast_state import hot as _autocast_hot
 from ...backend import kernels
 from ...errors import DTypeError, ShapeError, ShapeIndexError, ShapeRuntimeError
 from ...shape import dims_equal, format_shape, prod_dims
 from ...tensor import Tensor, describe
+from .. import autocast as _autocast
 from ..base import ACTIVATION_INPUT, Op, Saved, apply
 from ._common import _blocks, _compute_np, _create_graph, _need_float, _recording, _stat_dtype
 from .loss import _check_reduction
@@ -381,6 +383,8 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, *
     Class dim 1 as in PyTorch; targets are int class indices [N, d...] (or 0-d for [C]) or
     float probabilities of the input's shape.
     """
+    if _autocast_hot.on:  # sf.autocast: fp32
+        input, target, weight = _autocast.fp32(input, target, weight)
     _check_reduction("cross_entropy", reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ShapeError(f"cross_entropy: label_smoothing must be in [0, 1], got "
@@ -468,6 +472,8 @@ class NllLossBackward(Op):
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, *,
              ignore_index: int = -100, reduction: str = "mean") -> Tensor:
     """Negative log-likelihood of log-probabilities input [N, C, d...] at class indices."""
+    if _autocast_hot.on:  # sf.autocast: fp32
+        input, target, weight = _autocast.fp32(input, target, weight)
     _check_reduction("nll_loss", reduction)
     extra = (weight,) if weight is not None else ()
     return apply(NllLoss(ignore_index, reduction, weight is not None), input, target, *extra)

@@ -7,10 +7,12 @@ import math
 import numpy as np
 
 from ... import dtypes as _dt
+from ...autograd.autocast_state import hot as _autocast_hot
 from ...backend import gemm, kernels
 from ...errors import DTypeError, ShapeRuntimeError
 from ...shape import dims_equal, format_shape, prod_dims
 from ...tensor import Tensor, describe
+from .. import autocast as _autocast
 from ..base import X1, Op, apply
 from ..blas_sum import col_sums
 from ._common import _LAYER_X, _create_graph, _dense
@@ -149,6 +151,8 @@ def _linear_error(x, w):
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """y = input @ weight.T + bias (weight [out_features, in_features])."""
+    if _autocast_hot.on:  # sf.autocast: lower precision
+        input, weight, bias = _autocast.lower(input, weight, bias)
     if bias is None:
         return apply(Linear(False), input, weight)
     return apply(Linear(True), input, weight, bias)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...autograd.autocast_state import hot as _autocast_hot
 from ...errors import DTypeError, ShapeError, ShapeRuntimeError
 from ...shape import broadcast_shapes, dims_equal, format_shape
 from ...tensor import Tensor, describe
+from .. import autocast as _autocast
 from ..base import Op, Saved, apply
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -65,6 +67,8 @@ def _unit_dim(longer, shorter):
 
 def mse_loss(input: Tensor, target: Tensor, *, reduction: str = "mean") -> Tensor:
     """Mean squared error; input and target must have the same shape."""
+    if _autocast_hot.on:  # sf.autocast: fp32
+        input, target = _autocast.fp32(input, target)
     _check_reduction("mse_loss", reduction)
     _check_pair("mse_loss", input, target)
     return _reduce((input - target).square(), reduction)
@@ -72,6 +76,8 @@ def mse_loss(input: Tensor, target: Tensor, *, reduction: str = "mean") -> Tenso
 
 def l1_loss(input: Tensor, target: Tensor, *, reduction: str = "mean") -> Tensor:
     """Mean absolute error; input and target must have the same shape."""
+    if _autocast_hot.on:  # sf.autocast: fp32
+        input, target = _autocast.fp32(input, target)
     _check_reduction("l1_loss", reduction)
     _check_pair("l1_loss", input, target)
     return _reduce((input - target).abs(), reduction)
@@ -153,6 +159,8 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
                                      reduction: str = "mean",
                                      pos_weight: Tensor | None = None) -> Tensor:
     """Binary cross-entropy on logits (a stable sigmoid + BCE), PyTorch's signature."""
+    if _autocast_hot.on:  # sf.autocast: fp32
+        input, target, weight, pos_weight = _autocast.fp32(input, target, weight, pos_weight)
     _check_reduction("binary_cross_entropy_with_logits", reduction)
     extra = tuple(t for t in (weight, pos_weight) if t is not None)
     loss = apply(BCEWithLogits(weight is not None, pos_weight is not None), input, target,
@@ -176,6 +184,8 @@ def _check_probabilities(op: str, p: Tensor) -> None:
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, *,
                          reduction: str = "mean") -> Tensor:
     """Binary cross-entropy of probabilities input in [0, 1] (logs clamped at -100)."""
+    if _autocast_hot.on:  # sf.autocast: fp32
+        input, target, weight = _autocast.fp32(input, target, weight)
     _check_reduction("binary_cross_entropy", reduction)
     _check_pair("binary_cross_entropy", input, target)
     _check_probabilities("binary_cross_entropy", input)

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import math
 
+from ...autograd.autocast_state import hot as _autocast_hot
 from ...errors import ShapeError, ShapeRuntimeError
 from ...shape import broadcast_shapes, format_shape
 from ...tensor import Tensor, describe
+from .. import autocast as _autocast
 from ..elementwise.compare import where
 from ..matrix.norms import vector_norm
 from .loss import _check_pair, _reduce
@@ -46,6 +48,8 @@ def _huber(z: Tensor, delta: float) -> Tensor:
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
                    reduction: str = "mean", beta: float = 1.0) -> Tensor:
     """0.5 (x - y)^2 / beta where |x - y| < beta, else |x - y| - 0.5 beta; L1 when beta is 0."""
+    if _autocast_hot.on:  # sf.autocast: fp32
+        input, target = _autocast.fp32(input, target)
     reduction = _reduction("smooth_l1_loss", size_average, reduce, reduction)
     _check_pair("smooth_l1_loss", input, target)
     if beta < 0:
@@ -59,6 +63,8 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
                weight: Tensor | None = None) -> Tensor:
     """0.5 (x - y)^2 where |x - y| < delta, else delta (|x - y| - 0.5 delta); optional weight."""
+    if _autocast_hot.on:  # sf.autocast: fp32
+        input, target = _autocast.fp32(input, target)
     reduction = _reduction("huber_loss", None, None, reduction)
     _check_pair("huber_loss", input, target)
     if delta <= 0:
@@ -76,6 +82,8 @@ def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,
 
     reduction='batchmean' divides the sum by the batch size, the mathematically proper KL.
     """
+    if _autocast_hot.on:  # sf.autocast: fp32
+        input, target = _autocast.fp32(input, target)
     reduction = _reduction("kl_div", size_average, reduce, reduction,
                            ("none", "mean", "sum", "batchmean"))
     _check_pair("kl_div", input, target)
@@ -100,6 +108,8 @@ def _check_targets(op: str, input: Tensor, target: Tensor, expect: tuple) -> Non
 def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0,
                         size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     """max(0, -target (input1 - input2) + margin), target holding 1 or -1."""
+    if _autocast_hot.on:  # sf.autocast: fp32
+        input1, input2, target = _autocast.fp32(input1, input2, target)
     reduction = _reduction("margin_ranking_loss", size_average, reduce, reduction)
     _check_same("margin_ranking_loss", ("input1", "input2", "target"), input1, input2, target)
     return _reduce((-target * (input1 - input2) + margin).clamp(min=0), reduction)
@@ -108,6 +118,8 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: 
 def soft_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
                      reduction: str = "mean") -> Tensor:
     """log(1 + exp(-target * input)), target holding 1 or -1."""
+    if _autocast_hot.on:  # sf.autocast: fp32
+        input, target = _autocast.fp32(input, target)
     reduction = _reduction("soft_margin_loss", size_average, reduce, reduction)
     _check_same("soft_margin_loss", ("input", "target"), input, target)
     return _reduce((-target * input).exp().log1p(), reduction)
@@ -116,6 +128,8 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=No
 def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0,
                           size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     """1 - cos(x1, x2) where target is 1, max(0, cos(x1, x2) - margin) where it is -1."""
+    if _autocast_hot.on:  # sf.autocast: fp32
+        input1, input2, target = _autocast.fp32(input1, input2, target)
     op = "cosine_embedding_loss"
     reduction = _reduction(op, size_average, reduce, reduction)
     _check_same(op, ("input1", "input2"), input1, input2)
@@ -169,6 +183,8 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
                      reduction: str = "mean") -> Tensor:
     """exp(input) - target input (log_input) or input - target log(input + eps); full adds
     Stirling's term for target > 1."""
+    if _autocast_hot.on:  # sf.autocast: fp32
+        input, target = _autocast.fp32(input, target)
     op = "poisson_nll_loss"
     reduction = _reduction(op, size_average, reduce, reduction)
     _check_pair(op, input, target)

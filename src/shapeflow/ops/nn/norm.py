@@ -7,10 +7,12 @@ import math
 import numpy as np
 
 from ... import dtypes as _dt
+from ...autograd.autocast_state import hot as _autocast_hot
 from ...backend import kernels
 from ...errors import DTypeError, ShapeRuntimeError
 from ...shape import dims_equal, format_shape
 from ...tensor import Tensor, describe
+from .. import autocast as _autocast
 from ..base import NORM_STATS, Op, Saved, apply
 from ..blas_sum import col_sums, row_means
 from ._common import (
@@ -300,6 +302,8 @@ class NormWeightBackward(Op):
 def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """(x - mean) / sqrt(var + eps) * weight + bias over the last dims (biased variance)."""
+    if _autocast_hot.on:  # sf.autocast: a bfloat16 input with float32 weights gives bfloat16
+        weight, bias = _autocast.params_like(input, weight, bias)
     ns = _norm_shape(normalized_shape)
     extra = tuple(t for t in (weight, bias) if t is not None)
     return apply(LayerNorm(ns, eps, weight is not None, bias is not None), input, *extra)
@@ -316,6 +320,8 @@ def _finfo_eps(dt: _dt.DType) -> float:
 def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
              eps: float | None = None) -> Tensor:
     """x / sqrt(mean(x^2) + eps) * weight over the last dims; eps defaults to finfo.eps."""
+    if _autocast_hot.on:  # sf.autocast: a bfloat16 input with float32 weights gives bfloat16
+        (weight,) = _autocast.params_like(input, weight)
     ns = _norm_shape(normalized_shape)
     if eps is None:
         eps = _finfo_eps(input.dtype)

@@ -8,9 +8,11 @@ import warnings
 import numpy as np
 
 from ... import dtypes as _dt
+from ...autograd.autocast_state import hot as _autocast_hot
 from ...errors import DTypeError
 from ...shape import prod_dims
 from ...tensor import Tensor
+from .. import autocast as _autocast
 from ..base import OUT, X0, apply
 from ..blas_sum import sum_over
 from ._common import Reduction, _compute_np, _int64, reduced_shape
@@ -138,6 +140,8 @@ def mean(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
 
 
 def prod(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
+    if _autocast_hot.on:  # sf.autocast: fp32
+        x, = _autocast.fp32(x)
     if dtype is not None:
         x = x.to(dtype)
     return apply(Prod(dim, keepdim), x)
