@@ -358,7 +358,8 @@ ptrdiff_t cross_entropy_backward_f32(const float *restrict x, const int64_t *res
     return -1;
 }
 
-/* ==== bfloat16 =================================================================== * bfloat16 is the top half of a float32: widening is a shift, narrowing rounds to nearest
+/* ==== bfloat16 ==========================================================================
+ * bfloat16 is the top half of a float32: widening is a shift, narrowing rounds to nearest
  * even (as ml_dtypes and PyTorch do) with NaN kept NaN: 0x7fc0 or 0xffc0 by its sign, as
  * ml_dtypes writes it. Subnormals round like any other value (bfloat16 has float32's
  * exponent range). The bf16 forms of GELU, softmax, log_softmax and layer norm widen a block
@@ -520,6 +521,8 @@ int layer_norm_bf16(const uint16_t *restrict x, const float *restrict w,
     }
     free(buf);
     return 0;
+}
+
 /* ---- recurrent cells: one time step's pointwise part, forward and backward ------------
  * The recurrent op (ops/nn/recurrent_steps.py) adds h_{t-1} @ W_hh^T into the step's gate
  * rows with one gemm; these kernels do the rest of the step in one pass over the rows.
@@ -821,7 +824,9 @@ void col2im_f32(const float *restrict cols, float *restrict dx, float *restrict 
                 float *dst = dn + y * W + xx;
                 for (ptrdiff_t c = 0; c < C; c++) dst[c * H * W] = src[c];
             }
-=======
+    }
+}
+
 /* ---- blockwise ("flash") attention: the softmax parts of one block of scores ------------
  * x holds rows of n raw scores q.k (the caller has already scaled them and added the mask
  * when it has an attn_mask, and then passes scale 1). Row r is query r % period of its
