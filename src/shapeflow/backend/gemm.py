@@ -104,8 +104,7 @@ def _numpy(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
     out = np.matmul(a, b)
     if bias is not None:
         out += bias
-    # ml_dtypes' bfloat16 matmul returns float32: round to the operands' dtype
-    return out if out.dtype == a.dtype else out.astype(a.dtype)
+    return out
 
 
 def matmul(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
