@@ -1,5 +1,7 @@
 """CNN layers against torch.nn: BatchNorm state and modes, Conv1d/ConvTranspose, pools."""
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -119,10 +121,15 @@ def test_layer_shapes_and_init_match_torch():
              (nn.ConvTranspose1d(4, 6, 3, groups=2), torch.nn.ConvTranspose1d(4, 6, 3, groups=2)),
              (nn.ConvTranspose2d(4, 6, 3), torch.nn.ConvTranspose2d(4, 6, 3))]
     for m, t in pairs:
+        # PyTorch's default init: weight and bias uniform in +-1/sqrt(fan_in)
+        fan_in, _ = torch.nn.init._calculate_fan_in_and_fan_out(t.weight)
+        bound = 1 / math.sqrt(fan_in)
         for (k, v), (tk, tv) in zip(m.state_dict().items(), t.state_dict().items()):
             assert k == tk and tuple(v.shape) == tuple(tv.shape)
-            # same uniform bound as PyTorch's default init
-            assert abs(float(np.abs(v.numpy()).max()) - float(tv.abs().max())) < 0.1
+            top = float(np.abs(v.numpy()).max())
+            assert top <= bound * (1 + 1e-6)
+            if k == "weight":  # dozens of draws: the largest is near the bound
+                assert top > bound / 2
     assert repr(nn.ConvTranspose2d(4, 6, 3, stride=2, output_padding=1)) == \
         repr(torch.nn.ConvTranspose2d(4, 6, 3, stride=2, output_padding=1))
     assert repr(nn.BatchNorm2d(4)) == repr(torch.nn.BatchNorm2d(4))
