@@ -297,8 +297,12 @@ def test_report_prints_and_plots(tmp_path):
     rep = report(model, *inputs, loss_fn=loss_fn, target=target, optimizer="adamw")
     text = str(rep)
     for word in ("parameters", "gradients", "optimizer state", "activations", "peak",
-                 "attention probabilities", "blocks.0-1"):
+                 "attention outputs + row logsumexp (flash)", "blocks.0-1"):
         assert word in text
+    assert "attention probabilities" not in text  # flash keeps no [T, T] tensor
+    math = report(model, *inputs, loss_fn=loss_fn, target=target, attention="math")
+    assert "attention probabilities" in str(math)
+    assert "attention outputs" not in str(math)
     for suffix in ("png", "svg"):
         path = tmp_path / f"mem.{suffix}"
         rep.plot(path)

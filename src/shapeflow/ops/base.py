@@ -24,7 +24,8 @@ INPUT, OUTPUT, NEW = 0, 1, 2
 # What a saved tensor is, for memory reports (the seed's list of what training keeps).
 LAYER_INPUT = "layer inputs"          # kept to compute weight gradients
 ACTIVATION_INPUT = "activation inputs"  # inputs/outputs of nonlinearities
-ATTENTION = "attention"               # scores / probabilities
+ATTENTION = "attention"               # scores / probabilities (the math kernel)
+ATTENTION_OUTPUT = "attention outputs"  # flash: the output and row logsumexp, not P
 DROPOUT_MASK = "dropout masks"
 NORM_STATS = "normalization stats"
 OTHER = "other"

@@ -9,6 +9,7 @@ from ..units import bytes_cell, format_count
 _KIND_TEXT = {
     "layer inputs": "layer inputs (kept for weight grads)",
     "attention": "attention probabilities",
+    "attention outputs": "attention outputs + row logsumexp (flash)",
     "activation inputs": "activation-function inputs",
     "dropout masks": "dropout masks",
     "normalization stats": "normalization statistics",

@@ -23,8 +23,8 @@ from ..meta import meta_copy
 from .precision import PRECISIONS, WEIGHT_COPIES, is_weight_copy
 from .tracker import LiveTracker, Max, Peak
 
-KINDS = (base.LAYER_INPUT, base.ATTENTION, base.ACTIVATION_INPUT, base.DROPOUT_MASK,
-         base.NORM_STATS, RECURRENT_GATES, WEIGHT_COPIES, base.OTHER)
+KINDS = (base.LAYER_INPUT, base.ATTENTION, base.ATTENTION_OUTPUT, base.ACTIVATION_INPUT,
+         base.DROPOUT_MASK, base.NORM_STATS, RECURRENT_GATES, WEIGHT_COPIES, base.OTHER)
 
 
 class MemoryPlanError(ShapeflowError, ValueError):

@@ -22,7 +22,7 @@ from ... import dtypes as _dt
 from ...errors import GraphError
 from ...random import get_rng
 from ...tensor import Tensor
-from ..base import ATTENTION, LAYER_INPUT, Saved
+from ..base import ATTENTION_OUTPUT, LAYER_INPUT, Saved
 from . import flash_blocks as blocks
 from ._common import _compute_np, _create_graph
 from .attention import Attention
@@ -46,8 +46,8 @@ class FlashAttention(Attention):
         if mask:
             kept += (Saved.input(3),)
         lse = _dt.float64 if q.dtype is _dt.float64 else _dt.float32
-        return kept + (Saved.output(ATTENTION),
-                       Saved.new("logsumexp", self.scores_shape[:-1], lse, ATTENTION))
+        return kept + (Saved.output(ATTENTION_OUTPUT),
+                       Saved.new("logsumexp", self.scores_shape[:-1], lse, ATTENTION_OUTPUT))
 
     def forward(self, q, k, v, mask=None):
         work = np.dtype(_compute_np(_dt.from_numpy_dtype(q.dtype)))
