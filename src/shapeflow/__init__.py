@@ -47,7 +47,6 @@ from .amp.autocast_mode import (
     is_autocast_cache_enabled, is_autocast_cpu_enabled, is_autocast_enabled,
     set_autocast_cache_enabled, set_autocast_dtype, set_autocast_enabled,
 )
-from .amp.grad_scaler import GradScaler
 
 float = float32  # noqa: A001
 double = float64
@@ -72,6 +71,7 @@ _LAZY = {
     "utils": ".utils", "quant": ".quant", "amp": ".amp",
 }
 _LAZY_ATTRS = {"graph": ".inspect.graph", "Graph": ".inspect.graph"}  # subprocess: not at import
+_LAZY_ATTRS["GradScaler"] = ".amp.grad_scaler"  # (torch.GradScaler) first used, then imported
 _LAZY_ATTRS.update(dict.fromkeys(
     ("set_float32_matmul_precision", "get_float32_matmul_precision"), ".backends"))
 

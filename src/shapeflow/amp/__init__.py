@@ -3,6 +3,13 @@
 from __future__ import annotations
 
 from .autocast_mode import autocast, is_autocast_available
-from .grad_scaler import GradScaler
 
 __all__ = ["GradScaler", "autocast", "is_autocast_available"]
+
+
+def __getattr__(name: str):
+    if name == "GradScaler":  # imported when first used: `import shapeflow` stays quick
+        from .grad_scaler import GradScaler
+
+        return GradScaler
+    raise AttributeError(f"module 'shapeflow.amp' has no attribute {name!r}")
