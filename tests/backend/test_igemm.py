@@ -146,6 +146,8 @@ def test_dequantize_weight_matches_numpy(monkeypatch, qdtype, kw):
     qt = quantize_tensor(x, qdtype, **kw)
     group = kw.get("group_size") or k
     bits = 4 if qdtype == "int4" else 8
+    # per-group int4 scales are float16: widened to float32 before qgemm.c
+    assert qt.scale.dtype == (np.float16 if qdtype == "int4" else np.float32)
     got = igemm.dequantize_weight(qt.qdata, bits, (33, k), group, qt.scale)
     np.testing.assert_array_equal(got, qt.dequantize_numpy())
     assert igemm.dequantize_weight(qt.qdata, bits, (33, k), 5, qt.scale) is None

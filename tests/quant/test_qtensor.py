@@ -39,14 +39,16 @@ def _reference_int(x, qdtype, sym, axis, group):
     qmin, qmax, _ = INT[qdtype]
     x64 = x.astype(np.float64)
     sl = _slices(x64, axis, group)
+    # per-group int4 stores float16 scales (llama.cpp's Q4_0), the rest float32
+    sdt = np.float16 if qdtype == "int4" and group else np.float32
     if sym:
         levels = 127 if qdtype in ("int8", "uint8") else 7
-        scale = (np.abs(sl).max(axis=-1) / levels).astype(np.float32).astype(np.float64)
+        scale = (np.abs(sl).max(axis=-1) / levels).astype(sdt).astype(np.float64)
         zp = np.full(scale.shape, 128.0 if qdtype == "uint8" else 0.0)
         lo, hi = (1, 255) if qdtype == "uint8" else (-levels, levels)
     else:
         mn, mx = np.minimum(sl.min(axis=-1), 0), np.maximum(sl.max(axis=-1), 0)
-        scale = ((mx - mn) / (qmax - qmin)).astype(np.float32).astype(np.float64)
+        scale = ((mx - mn) / (qmax - qmin)).astype(sdt).astype(np.float64)
         zp = np.clip(np.rint(qmin - mn / scale), qmin, qmax)
         lo, hi = qmin, qmax
     q = np.clip(np.rint(sl / scale[..., None]) + zp[..., None], lo, hi)
@@ -66,6 +68,8 @@ def test_integer_dequantize_exact_vs_float64(qdtype, sym, gran):
     q, deq, scale, zp = _reference_int(x, qdtype, sym, gran.get("axis"), gran.get("group_size"))
     np.testing.assert_array_equal(qt.int_repr().astype(np.float64), q)
     np.testing.assert_array_equal(qt.scale.astype(np.float64).reshape(scale.shape), scale)
+    group = gran.get("group_size")
+    assert qt.scale.dtype == (np.float16 if qdtype == "int4" and group else np.float32)
     if sym and qdtype != "uint8":
         assert qt.zero_point is None
     else:
@@ -134,10 +138,34 @@ def test_int4_storage_is_half_a_byte_per_value():
     x = _data(2, (8, 64))
     qt = quantize_tensor(x, "int4", group_size=32)
     assert qt.qdata.dtype == np.uint8 and qt.qdata.shape == (8, 32)
-    assert qt.scale.shape == (8, 2) and qt.scale.dtype == np.float32
-    assert qt.nbytes == 8 * 32 + 8 * 2 * 4
+    assert qt.scale.shape == (8, 2) and qt.scale.dtype == np.float16
+    assert qt.nbytes == 8 * 32 + 8 * 2 * 2
     qa = quantize_tensor(x, "int4", group_size=32, symmetric=False)
-    assert qa.nbytes == 8 * 32 + 8 * 2 * 4 + 8 * 2
+    assert qa.nbytes == 8 * 32 + 8 * 2 * 2 + 8 * 2
+    # per channel int4 keeps float32 scales
+    assert quantize_tensor(x, "int4", axis=0).scale.dtype == np.float32
+
+
+def test_int4_group_scales_out_of_float16_range_are_clamped():
+    """A group whose max/7 underflows float16 (or falls in its subnormals) gets the smallest
+    normal scale; one past float16's max gets the largest finite; the codes clamp at +-7."""
+    f16 = np.finfo(np.float16)
+    tiny, big = float(f16.smallest_normal), float(f16.max)
+    x = np.zeros((4, 8), np.float64)
+    x[0, :2] = [1e-12, -3e-13]  # scale 1.4e-13: rounds to 0 in float16
+    x[1, :2] = [2e-6, 1e-6]  # a float16 subnormal scale
+    x[2, :2] = [1e6, -3e5]  # scale 1.4e5: inf in float16
+    x[3, :2] = [7.0, -3.5]  # scale 1, exact
+    qt = quantize_tensor(x, "int4", group_size=8)
+    assert qt.scale.dtype == np.float16 and np.isfinite(qt.scale).all()
+    np.testing.assert_array_equal(qt.scale.astype(np.float64).ravel(), [tiny, tiny, big, 1.0])
+    q = qt.int_repr()
+    np.testing.assert_array_equal(q[:2], 0)  # both below half a step of the smallest normal
+    np.testing.assert_array_equal(q[2, :2], [7, np.rint(-3e5 / big)])  # 1e6 / 65504 clamped
+    np.testing.assert_array_equal(q[3, :2], [7, -4])  # -3.5 rounds half to even
+    # dequantize stays q * float32(scale16), exactly
+    want = q.astype(np.float64) * qt.scale.astype(np.float64)
+    np.testing.assert_array_equal(qt.dequantize_numpy(), want.astype(np.float32))
 
 
 def test_nbytes_is_exact():

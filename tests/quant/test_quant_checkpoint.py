@@ -57,6 +57,7 @@ def test_file_holds_data_scales_and_scheme(tmp_path):
     assert sd["lm_head.weight_qdata"].dtype == sf.uint8
     assert tuple(sd["lm_head.weight_qdata"].shape) == (96, 32)  # two int4 a byte
     assert tuple(sd["lm_head.weight_scale"].shape) == (96, 2)
+    assert sd["lm_head.weight_scale"].dtype == sf.float16  # one float16 scale per group
     from safetensors import safe_open
 
     with safe_open(str(path), framework="numpy") as f:  # a tied table is stored once

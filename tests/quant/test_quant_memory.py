@@ -41,11 +41,16 @@ def test_int4_weights_with_scales(scheme, group):
     q = quantize(m, scheme)
     lin = [x for x in q.modules() if isinstance(x, QuantizedLinear)]
     shapes = [(x.out_features, x.in_features) for x in lin]
-    want = sum(n * k // 2 + 4 * n * (k // group) for n, k in shapes)
+    # half a byte a weight + one float16 scale (2 bytes) per group
+    want = sum(n * k // 2 + 2 * n * (k // group) for n, k in shapes)
     assert sum(x.weight_nbytes() for x in lin) == want
+    assert sum(x.weight_q.nbytes for x in lin) == want
+    assert all(x.weight_scale.dtype == sf.float16 for x in lin)
     ratio = sum(4 * n * k for n, k in shapes) / want
-    # 4 bits + a 32-bit scale per group: 32 / (4 + 32 / group) = 6.4x (g32), 7.53x (g128)
-    assert ratio == pytest.approx(32 / (4 + 32 / group))
+    # 4 bits + a 16-bit scale per group, as llama.cpp's Q4_0: 32 / (4 + 16 / group)
+    # = 7.11x (g32: 4.5 bits a weight), 7.76x (g128)
+    assert ratio == 32 / (4 + 16 / group)
+    assert 7.1 < ratio < 7.12 if group == 32 else 7.75 < ratio < 7.77
 
 
 def test_memory_report_counts_quantized_storage_exactly():
@@ -65,3 +70,21 @@ def test_memory_report_counts_quantized_storage_exactly():
         b.nbytes for b in q.buffers())
     assert float_bytes / rep.params > 3.5
 
+
+
+def test_memory_report_counts_int4_g32_float16_scales_exactly():
+    m = _gpt()
+    idx = sf.randint(0, V, (2, 16))
+    q = quantize(m, "int4-g32")
+    rep = sf.memory.report(q, idx, mode="inference")
+    # half a byte a weight + 2 bytes (float16) per 32 weights: every Linear, wte (shared with
+    # lm_head) and wpe; float: LayerNorms and biases
+    tables = _linears()[:-1] + [(V, E), (BLOCK, E)]
+    data = sum(n * k // 2 + 2 * n * (k // 32) for n, k in tables)
+    biases = L * 4 * (3 * E + E + 4 * E + E)
+    norms = (2 * L + 1) * 2 * E * 4
+    assert rep.params == data + biases + norms
+    assert rep.params == sum(p.nbytes for p in q.parameters()) + sum(
+        b.nbytes for b in q.buffers())
+    fp32 = sum(4 * n * k for n, k in tables)
+    assert fp32 / data == 32 / 4.5  # 7.11x on the quantized weights

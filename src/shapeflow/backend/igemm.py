@@ -235,12 +235,14 @@ def int8_matmul(a: np.ndarray, w: np.ndarray, correction: np.ndarray | None = No
 def dequantize_weight(q: np.ndarray, bits: int, shape: tuple[int, int], group: int,
                       scales: np.ndarray) -> np.ndarray | None:
     """The float32 [n, k] weight of symmetric int8 (bits 8) or packed int4 (bits 4) data
-    with a float32 scale per `group` inputs of each row, in one pass (qgemm.c); None where
-    qgemm.c is not in use."""
+    with a scale per `group` inputs of each row, in one pass (qgemm.c); None where qgemm.c
+    is not in use. float16 scales (per-group int4) are widened to float32 first (exact)."""
     if not _state["loaded"]:
         _load()
     lib = _state["vnni"]
     n, k = shape
+    if scales.dtype == np.float16:  # qgemm.c takes float*; the array is small (k / group)
+        scales = np.ascontiguousarray(scales, np.float32)
     if lib is None or not q.flags.c_contiguous or scales.dtype != np.float32 \
             or not scales.flags.c_contiguous or scales.size != n * (k // max(group, 1)) \
             or group <= 0 or k % group or q.size != n * (k if bits == 8 else (k + 1) // 2):

@@ -21,7 +21,7 @@ from ..nn.parameter import Parameter
 from ..ops.base import Op, apply
 from ..shape import dims_equal
 from ..tensor import Tensor, describe, from_numpy
-from .qtensor import QDTYPES, QuantError, QuantizedTensor, quantize_tensor
+from .qtensor import QDTYPES, QuantError, QuantizedTensor, quantize_tensor, scale_dtype
 from .schemes import Scheme, get_scheme
 
 _FP8_MAX = {"fp8-e4m3": 448.0}
@@ -58,7 +58,8 @@ class _QuantizedWeight(Module):
         self._weight_shape = shape
         qshape, qnp, sshape = _layout(scheme, shape)
         self.register_buffer("weight_qdata", from_numpy(np.zeros(qshape, qnp)))
-        self.register_buffer("weight_scale", from_numpy(np.ones(sshape, np.float32)))
+        self.register_buffer("weight_scale", from_numpy(
+            np.ones(sshape, scale_dtype(scheme.weight, scheme.group_size))))
 
     def _set_weight(self, w: Tensor, name: str | None, memo: dict | None) -> None:
         """Quantize the float weight `w` into the buffers (shared with a tied copy)."""
@@ -85,11 +86,14 @@ class _QuantizedWeight(Module):
         spec = QDTYPES[scheme.weight]
         if not spec.integer:
             data = data.view(spec.np)
-        return QuantizedTensor(data, self._scale(), None, scheme.weight,
+        scale = np.ascontiguousarray(self.weight_scale.data,
+                                     scale_dtype(scheme.weight, scheme.group_size))
+        return QuantizedTensor(data, scale, None, scheme.weight,
                                self._weight_shape, scheme.axis, scheme.group_size, True)
 
     def _scale(self) -> np.ndarray:
-        """The weight's scales as float32 (Module.to(dtype) casts float buffers too)."""
+        """The weight's scales widened to float32 for computing (exact from float16; also
+        undoes a Module.to(dtype), which casts float buffers too)."""
         return np.ascontiguousarray(self.weight_scale.data, np.float32)
 
     def weight_nbytes(self) -> int:

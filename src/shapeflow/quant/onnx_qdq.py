@@ -89,6 +89,8 @@ def _weight_tensors(onnx, name: str, m) -> tuple[list, dict]:
         bits = np.ascontiguousarray(qt.qdata).view(np.uint8)
         q = onnx.helper.make_tensor(data, TensorProto.FLOAT8E4M3FN, list(bits.shape),
                                     bits.tobytes(), raw=True)
+    # DequantizeLinear's scale has the output type: per-group int4's float16 scales are
+    # stored as their exact float32 widening, so the graph computes what shapeflow does
     scale = numpy_helper.from_array(np.ascontiguousarray(qt.scale, np.float32),
                                     f"{name}.weight_scale")
     attrs = {}

@@ -6,6 +6,9 @@ float32 scale rounds once). Symmetric integer types use the range [-Q, Q] (int8:
 int4: +-7), so -q is always representable; uint8 symmetric keeps its zero point fixed at
 128. Asymmetric types use the full range and store a zero point per scale. fp8 is symmetric
 only: x / scale is clamped to the format's largest finite value and rounded by ml_dtypes.
+Per-group int4 stores float16 scales (as llama.cpp's Q4_0: 4.5 bits a weight at group 32)
+and quantizes against the rounded scale, so dequantizing with the scale widened to float32
+stays exact; every other format keeps float32 scales.
 """
 
 from __future__ import annotations
@@ -46,6 +49,27 @@ QDTYPES: dict[str, QDType] = {
 }
 
 
+def scale_dtype(qdtype: str, group_size: int | None) -> type:
+    """The NumPy type scales are stored in: float16 for per-group int4, else float32."""
+    return np.float16 if qdtype == "int4" and group_size is not None else np.float32
+
+
+_F16 = np.finfo(np.float16)
+
+
+def _round_scale(scale: np.ndarray, dtype: type) -> np.ndarray:
+    """float64 scales as stored: 0 (an all-zero slice) -> 1; in float16, a scale below the
+    smallest normal -> that normal (a subnormal keeps too few bits) and one past the largest
+    finite -> it; the values are then clamped to the range as usual."""
+    scale = np.array(scale, np.float64)
+    zero = scale == 0
+    if dtype is np.float16:
+        scale = np.clip(scale, float(_F16.smallest_normal), float(_F16.max))
+    out = np.array(scale, dtype)
+    out[zero | (out == 0)] = 1.0  # an all-zero slice: any scale stores it exactly
+    return out
+
+
 def get_qdtype(name: str, what: str = "quantize_tensor") -> QDType:
     """The QDType called `name`, or a DTypeError listing the known ones."""
     try:
@@ -76,9 +100,9 @@ def unpack_int4(packed: np.ndarray, n: int) -> np.ndarray:
 
 # ---- the tensor ---------------------------------------------------------------------------
 class QuantizedTensor:
-    """Low-precision data (`qdata`), float32 `scale`, `zero_point` (None when symmetric and
-    signed), `qdtype`, `axis` (per-channel dim; None per tensor), `group_size` (groups along
-    the last dim) and the logical `shape`."""
+    """Low-precision data (`qdata`), `scale` (float16 for per-group int4, else float32),
+    `zero_point` (None when symmetric and signed), `qdtype`, `axis` (per-channel dim; None
+    per tensor), `group_size` (groups along the last dim) and the logical `shape`."""
 
     __slots__ = ("qdata", "scale", "zero_point", "qdtype", "axis", "group_size", "shape",
                  "symmetric")
@@ -130,7 +154,7 @@ class QuantizedTensor:
         v = q.astype(np.float32)
         if self.zero_point is not None:
             v -= self._broadcast(self.zero_point).astype(np.float32)
-        v *= self._broadcast(self.scale)
+        v *= self._broadcast(self.scale.astype(np.float32))  # float16 widens exactly
         return v.reshape(self.shape)
 
     def dequantize(self) -> Tensor:
@@ -228,8 +252,7 @@ def quantize_tensor(x, qdtype: str = "int8", *, axis: int | None = None,
         levels = spec.qmax if not spec.integer else min(-spec.qmin, spec.qmax)
         if qdtype == "uint8":
             levels = 127.0
-        scale = np.array(amax / levels, np.float32)
-        scale[scale == 0] = 1.0  # an all-zero slice: any scale stores it exactly
+        scale = _round_scale(amax / levels, scale_dtype(qdtype, group_size))
         zero = np.full(scale.shape, 128, np.uint8) if qdtype == "uint8" else None
         lo, hi = (1, 255) if qdtype == "uint8" else (-levels, levels)
     else:
@@ -239,8 +262,8 @@ def quantize_tensor(x, qdtype: str = "int8", *, axis: int | None = None,
             c = np.asarray(calibration_max, np.float64)
             xmin, xmax = np.maximum(xmin, -c), np.minimum(xmax, c)
         xmin, xmax = np.minimum(xmin, 0.0), np.maximum(xmax, 0.0)  # zero stays exact
-        scale = np.array((xmax - xmin) / (spec.qmax - spec.qmin), np.float32)
-        scale[scale == 0] = 1.0
+        scale = _round_scale((xmax - xmin) / (spec.qmax - spec.qmin),
+                             scale_dtype(qdtype, group_size))
         zp = np.clip(np.rint(spec.qmin - xmin / scale.astype(np.float64)), spec.qmin, spec.qmax)
         zero = np.array(zp, np.uint8 if qdtype == "uint8" else np.int8)
         lo, hi = spec.qmin, spec.qmax

@@ -35,9 +35,9 @@ SCHEMES: dict[str, Scheme] = {s.name: s for s in (
     Scheme("int8-weight", "int8",
            description="per-output-channel symmetric int8 weights, float32 activations"),
     Scheme("int4-g32", "int4", axis=None, group_size=32,
-           description="symmetric int4 weights, one float32 scale per 32 inputs"),
+           description="symmetric int4 weights, one float16 scale per 32 inputs"),
     Scheme("int4-g128", "int4", axis=None, group_size=128,
-           description="symmetric int4 weights, one float32 scale per 128 inputs"),
+           description="symmetric int4 weights, one float16 scale per 128 inputs"),
     Scheme("fp8-e4m3", "fp8-e4m3", axis=None, activations="fp8-e4m3",
            description="fp8 E4M3 weights and activations, one scale per tensor (activation "
                        "scale from calibration batches, else per call)"),
