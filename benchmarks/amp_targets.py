@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import time
 
+from shapeflow.cli._schedule import warmup_cosine
+
 
 def gpt(precision: str, steps: int) -> dict:
     from shapeflow.cli.train import train_gpt
@@ -38,10 +40,7 @@ def vit(precision: str, epochs: int, seed: int = 0) -> dict:
                       master_weights=amp.master_weights)
     total = epochs * len(loader)
     warmup = max(1, total // 20)
-    sched = optim.lr_scheduler.SequentialLR(opt, [
-        optim.lr_scheduler.LinearLR(opt, start_factor=0.1, total_iters=warmup),
-        optim.lr_scheduler.CosineAnnealingLR(opt, T_max=total - warmup),
-    ], milestones=[warmup])
+    sched = warmup_cosine(opt, total, warmup)
     criterion = nn.CrossEntropyLoss(label_smoothing=0.1)
     start = time.perf_counter()
     for _ in range(epochs):

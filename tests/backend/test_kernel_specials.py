@@ -16,6 +16,7 @@ import shapeflow as sf
 from shapeflow.backend import kernels
 from shapeflow.nn import functional as F
 from shapeflow.ops.nn.softmax import _softmax_rows
+from tests.backend.kernel_paths import both_paths
 
 needs_kernels = pytest.mark.skipif(not kernels.available(), reason="compiled kernels not in use")
 
@@ -41,15 +42,6 @@ def grid() -> np.ndarray:
 GRID = grid()
 SHAPES = {"grid": GRID, "empty rows": np.zeros((0, 6), np.float32)}
 
-
-def both_paths(fn):
-    """fn() with the compiled kernels, then with NumPy alone."""
-    fused = fn()
-    old = kernels.set_enabled(False)
-    try:
-        return fused, fn()
-    finally:
-        kernels.set_enabled(old)
 
 
 def assert_agree(fused, ref, rtol=2e-5, atol=2e-6):

@@ -9,6 +9,7 @@ import shapeflow as sf
 from shapeflow.backend import kernels
 from shapeflow.nn import functional as F
 from shapeflow.ops import gelu_kernels
+from tests.backend.kernel_paths import both_paths
 
 pytestmark = pytest.mark.skipif(not kernels.available(), reason="compiled kernels not in use")
 
@@ -20,15 +21,6 @@ def numpy_path():
     yield
     kernels.set_enabled(old)
 
-
-def both_paths(fn):
-    """fn() with the compiled kernels, then with NumPy alone."""
-    fused = fn()
-    old = kernels.set_enabled(False)
-    try:
-        return fused, fn()
-    finally:
-        kernels.set_enabled(old)
 
 
 def test_the_build_made_the_library():

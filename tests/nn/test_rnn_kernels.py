@@ -11,18 +11,10 @@ import shapeflow as sf
 from shapeflow.backend import kernels
 from shapeflow.nn.utils import rnn as srnn
 from shapeflow.ops.nn import recurrent_cells
+from tests.backend.kernel_paths import both_paths
 
 needs_kernels = pytest.mark.skipif(not kernels.available(), reason="compiled kernels not in use")
 
-
-def both_paths(fn):
-    """fn() with the compiled kernels, then with NumPy alone."""
-    fused = fn()
-    old = kernels.set_enabled(False)
-    try:
-        return fused, fn()
-    finally:
-        kernels.set_enabled(old)
 
 
 def twins(mode, *args, **kw):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ._schedule import warmup_cosine
+
 DIGITS_MLP = dict(in_features=64, hidden=[128, 64], out_features=10)
 
 
@@ -31,10 +33,7 @@ def train_classifier(model, epochs: int, seed: int = 0, lr: float = 3e-3):
     opt = optim.AdamW(model.parameters(), lr=lr, weight_decay=0.05)
     total = max(2, epochs * len(loader))
     warmup = max(1, total // 20)
-    sched = optim.lr_scheduler.SequentialLR(opt, [
-        optim.lr_scheduler.LinearLR(opt, start_factor=0.1, total_iters=warmup),
-        optim.lr_scheduler.CosineAnnealingLR(opt, T_max=total - warmup),
-    ], milestones=[warmup])
+    sched = warmup_cosine(opt, total, warmup)
     criterion = nn.CrossEntropyLoss(label_smoothing=0.1)
     model.train()
     for _ in range(epochs):

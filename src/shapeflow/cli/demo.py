@@ -9,6 +9,7 @@ import time
 
 from ..inspect.units import format_bytes
 from ._progress import progress_bar
+from ._schedule import warmup_cosine
 
 DEMO_VIT = dict(image_size=8, patch_size=2, in_channels=1, num_classes=10, dim=64, depth=2,
                 heads=4, mlp_ratio=2, dropout=0.0)
@@ -73,10 +74,7 @@ def run_demo(epochs: int = 40, seed: int = 0, out: str | None = None) -> int:
     opt = optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.05)
     total = epochs * len(loader)
     warmup = max(1, total // 20)
-    sched = optim.lr_scheduler.SequentialLR(opt, [
-        optim.lr_scheduler.LinearLR(opt, start_factor=0.1, total_iters=warmup),
-        optim.lr_scheduler.CosineAnnealingLR(opt, T_max=total - warmup),
-    ], milestones=[warmup])
+    sched = warmup_cosine(opt, total, warmup)
     criterion = nn.CrossEntropyLoss(label_smoothing=0.1)
     start = time.perf_counter()
     with progress_bar(console, "  epoch {task.fields[epoch]:>3}") as progress:

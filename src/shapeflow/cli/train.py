@@ -7,6 +7,7 @@ import argparse
 import sys
 import time
 
+from ._schedule import warmup_cosine
 from .amp_step import PRECISIONS
 
 DEFAULT_SAVE = "gpt_char.safetensors"
@@ -150,10 +151,7 @@ def train_gpt(steps: int = 300, batch_size: int = 32, block_size: int = 64, n_la
     opt = optim.AdamW(model.parameters(), lr=lr, weight_decay=0.1, betas=(0.9, 0.95),
                       master_weights=amp.master_weights)
     warmup = max(1, steps // 10)
-    sched = optim.lr_scheduler.SequentialLR(opt, [
-        optim.lr_scheduler.LinearLR(opt, start_factor=0.1, total_iters=warmup),
-        optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, steps - warmup)),
-    ], milestones=[warmup])
+    sched = warmup_cosine(opt, steps, warmup)
     rng = np.random.default_rng([seed, rank])
     console.print(f"corpus {len(text):,} characters ({len(data.val_ids):,} held out), vocab "
                   f"{data.vocab_size}, {sum(p.numel() for p in model.parameters()):,} parameters"
