@@ -18,6 +18,8 @@ _KERNELS = "src/shapeflow/backend/kernels.c"
 # the library records the source it was built from: backend/kernels.py refuses a stale one
 _SOURCE = hashlib.sha256((Path(__file__).parent / _KERNELS).read_bytes()).hexdigest()
 _QGEMM = "src/shapeflow/backend/qgemm.c"  # int8 products (AVX512-VNNI), quantized Linear
+_BF16GEMM = "src/shapeflow/backend/bf16gemm.c"  # bfloat16 products (AVX512-BF16)
+_BF16GEMM_SOURCE = hashlib.sha256((Path(__file__).parent / _BF16GEMM).read_bytes()).hexdigest()
 _QGEMM_SOURCE = hashlib.sha256((Path(__file__).parent / _QGEMM).read_bytes()).hexdigest()
 
 setup(ext_modules=[
@@ -30,6 +32,9 @@ setup(ext_modules=[
                                   *_NATIVE], optional=True),
     Extension("shapeflow.backend._qgemm", [_QGEMM],
               define_macros=[("SHAPEFLOW_QGEMM_SOURCE", f'"{_QGEMM_SOURCE}"')],
+              extra_compile_args=["-O3", "-ffp-contract=off", *_NATIVE], optional=True),
+    Extension("shapeflow.backend._bf16gemm", [_BF16GEMM],
+              define_macros=[("SHAPEFLOW_BF16GEMM_SOURCE", f'"{_BF16GEMM_SOURCE}"')],
               extra_compile_args=["-O3", "-ffp-contract=off", *_NATIVE], optional=True),
     Extension("shapeflow.backend._alloc", ["src/shapeflow/backend/alloc.c"],
               include_dirs=[numpy.get_include()], extra_compile_args=["-O2"], optional=True),

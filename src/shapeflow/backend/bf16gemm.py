@@ -1,0 +1,101 @@
+"""bfloat16 products through bf16gemm.c (AVX512-BF16 vdpbf16ps, float32 accumulate).
+
+On the AMD EPYC (Zen 4, AVX512-BF16, no AMX) this was written on, MKL's gemm_bf16bf16f32
+ran at its sgemm's speed (~89 GFLOP/s at 1024^3, one thread) and bf16gemm.c at ~195, so
+gemm.py takes this path first for bfloat16. SHAPEFLOW_BF16GEMM=0 (or SHAPEFLOW_KERNELS=0,
+SHAPEFLOW_BLAS=numpy) skips it. The library must be built from this bf16gemm.c, on a CPU
+with AVX512-BF16, and pass a self-check against a float64 reference at load.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+
+import ml_dtypes
+import numpy as np
+
+from .kernels import _cpu_flags, address
+
+_P, _N = ctypes.c_void_p, ctypes.c_ssize_t
+_FILE = os.path.join(os.path.dirname(__file__), "bf16gemm.c")
+_state: dict = {"loaded": False, "fn": None, "refused": None}
+
+
+def _library():
+    """bf16gemm.c's gemm where it was built from this source, for a CPU with AVX512-BF16."""
+    import hashlib
+    from importlib.util import find_spec
+
+    if os.environ.get("SHAPEFLOW_BF16GEMM", "") == "0" or \
+            os.environ.get("SHAPEFLOW_KERNELS", "") == "0" or \
+            os.environ.get("SHAPEFLOW_BLAS", "").lower() == "numpy":
+        return None
+    spec = find_spec("shapeflow.backend._bf16gemm")  # plain C: found, not imported
+    if spec is None or not spec.origin:
+        return None
+    try:
+        lib = ctypes.CDLL(spec.origin)
+        built = ctypes.string_at(ctypes.addressof(
+            ctypes.c_char.in_dll(lib, "shapeflow_bf16gemm_source"))).decode()
+        supported = lib.bf16gemm_supported
+        fn = lib.bf16gemm
+    except (OSError, ValueError, AttributeError):
+        return None
+    try:
+        with open(_FILE, "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        digest = None
+    if digest is not None and built != digest:
+        _state["refused"] = "built from another bf16gemm.c: rebuild (python setup.py " \
+                            "build_ext --inplace)"
+        return None
+    supported.restype = ctypes.c_int
+    flags = _cpu_flags()
+    if not supported() or (flags is not None and "avx512_bf16" not in flags):
+        _state["refused"] = "built for AVX512-BF16, which this CPU lacks"
+        return None
+    fn.argtypes, fn.restype = [_P, _N, _N, _P, _N, _N, _P, _N, _N, _N, _N], ctypes.c_int
+    return fn
+
+
+def _load() -> None:
+    _state["loaded"] = True
+    _state["fn"] = _library()
+    if _state["fn"] is not None and not _self_check():
+        _state["fn"], _state["refused"] = None, "bf16gemm.c failed its self-check"
+
+
+def available() -> bool:
+    """Whether the AVX512-BF16 kernel is loaded (and allowed) in this process."""
+    if not _state["loaded"]:
+        _load()
+    return _state["fn"] is not None
+
+
+def gemm_into(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    """out (float32, rows contiguous, holding zeros or the bias) += a @ b, bfloat16 2-D
+    operands of any strides."""
+    (m, k), n = a.shape, b.shape[1]
+    if b.shape[0] != k or out.shape != (m, n) or out.strides[1] != 4:
+        raise ValueError(f"bf16gemm: shapes {a.shape} @ {b.shape} -> {out.shape}")
+    if _state["fn"](address(a), a.strides[0] // 2, a.strides[1] // 2, address(b),
+                    b.strides[0] // 2, b.strides[1] // 2, address(out), out.strides[0] // 4,
+                    m, n, k) != 0:
+        raise MemoryError("bf16gemm: could not allocate its packing buffers")
+
+
+def _self_check() -> bool:
+    """The kernel against a float64 product on ragged shapes, both operand layouts."""
+    rng = np.random.default_rng(0)
+    bf = ml_dtypes.bfloat16
+    for m, k, n in ((1, 1, 1), (13, 401, 37), (29, 6, 70)):
+        a = rng.standard_normal((m, k)).astype(bf)
+        b = rng.standard_normal((n, k)).astype(bf).T  # a transposed view
+        out = np.zeros((m, n), np.float32)
+        gemm_into(a, b, out)
+        want = a.astype(np.float64) @ b.astype(np.float64)
+        if not np.allclose(out, want, rtol=1e-5, atol=1e-5 * k):
+            return False
+    return True
