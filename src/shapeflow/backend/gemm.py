@@ -48,16 +48,25 @@ def _find_mkl() -> Path | None:
     return None
 
 
-def _load() -> None:
-    _state["loaded"] = True
+def mkl_library() -> ctypes.CDLL | None:
+    """libmkl_rt through ctypes, or None: absent, broken, or turned off (SHAPEFLOW_BLAS=numpy).
+
+    The float, 16-bit, packed and int8 product paths each take their functions from it."""
     if os.environ.get("SHAPEFLOW_BLAS", "").lower() == "numpy":
-        return
+        return None
     path = _find_mkl()
     if path is None:
-        return
+        return None
     try:
-        lib = ctypes.CDLL(str(path))
+        return ctypes.CDLL(str(path))
     except OSError:  # a broken install: NumPy's BLAS still works
+        return None
+
+
+def _load() -> None:
+    _state["loaded"] = True
+    lib = mkl_library()
+    if lib is None:
         return
     ptr, i32 = ctypes.c_void_p, ctypes.c_int
     for name, scalar, dtype in (("cblas_sgemm", ctypes.c_float, np.float32),

@@ -23,11 +23,11 @@ def _load() -> None:
     _state["loaded"] = True
     if gemm.backend() != "mkl":
         return
+    lib = gemm.mkl_library()
     try:
-        lib = ctypes.CDLL(str(gemm._find_mkl()))
         size, pack, compute = (lib.cblas_sgemm_pack_get_size, lib.cblas_sgemm_pack,
                                lib.cblas_sgemm_compute)
-    except (OSError, AttributeError, TypeError):  # an MKL without the packed API
+    except AttributeError:  # no MKL, or one without the packed API
         return
     i32, ptr, f32 = ctypes.c_int, ctypes.c_void_p, ctypes.c_float
     size.argtypes, size.restype = [i32] * 4, ctypes.c_size_t

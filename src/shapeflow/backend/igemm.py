@@ -22,7 +22,7 @@ import os
 
 import numpy as np
 
-from .gemm import _find_mkl
+from .gemm import mkl_library
 from .kernels import _cpu_flags, address
 
 _ROW_MAJOR, _NO_TRANS, _TRANS, _FIX_OFFSET = 101, 111, 112, 173
@@ -90,15 +90,8 @@ def _load() -> None:
     _state["vnni"] = _load_vnni()
     if _state["vnni"] is not None and not _self_check(_vnni_matmul):
         _state["vnni"], _state["refused"] = None, "qgemm.c failed its self-check"
-    if os.environ.get("SHAPEFLOW_BLAS", "").lower() == "numpy":
-        return
-    path = _find_mkl()
-    if path is None:
-        return
-    try:
-        lib = ctypes.CDLL(str(path))
-        fn = lib.cblas_gemm_s8u8s32
-    except (OSError, AttributeError):  # a broken or old MKL: NumPy still works
+    fn = getattr(mkl_library(), "cblas_gemm_s8u8s32", None)  # None: no MKL, or an old one
+    if fn is None:
         return
     i32, ptr, f32, i8 = ctypes.c_int, ctypes.c_void_p, ctypes.c_float, ctypes.c_int8
     fn.argtypes = [i32] * 7 + [f32, ptr, i32, i8, ptr, i32, i8, f32, ptr, i32, ptr]
