@@ -150,7 +150,7 @@ def test_dropout_masks_are_redrawn_in_backward_not_saved():
     # the same masks, drawn from the same seed, give the math kernel's result: rebuild them
     op = out.grad_fn
     keep = np.zeros((2, 2, 200, 200))
-    for b, g0 in fa._groups(keep.shape, 200, 8, np.dtype(np.float64), False, 0.3):
+    for b, g0 in fa._groups(q.shape, 200, 8, np.dtype(np.float64), False, 0.3):
         for i0 in range(0, 200, 128):
             for j0 in range(0, 200, 128):
                 blk = keep[b][..., i0:i0 + 128, j0:j0 + 128]

@@ -103,4 +103,4 @@ def test_flash_bf16_backward_scratch_is_bounded():
             _, scratch = _peak_above(lambda o=out, g=g: o.grad_fn.backward(g))
         measured.append(scratch)
     assert measured[1] < 1.5 * max(measured[0], fa.GROUP_BYTES)  # 8x the batch
-    assert measured[1] < 2 * q.nbytes  # q, k, v, dO, O as float32: 10x q.nbytes
+    assert measured[1] < 1.25 * fa.GROUP_BYTES < 10 * q.nbytes  # ungrouped: ~10x q.nbytes

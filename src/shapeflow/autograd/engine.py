@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..backend import kernels
 from ..errors import GraphError, ShapeError
 from ..shape import dims_equal, format_shape, shapes_equal
 from ..tensor import PostAccumulateHook, Tensor, describe
@@ -276,7 +277,13 @@ def _add_slice(grads: dict, owned: set, key: int, node, g: Tensor) -> None:
         owned.add(id(buf))
         grads[key] = buf
     if buf.data is not None:
-        buf.data[node.key + (Ellipsis,)] += g.data
+        at = node.key + (Ellipsis,)
+        if buf.data.dtype == kernels.BF16:  # ml_dtypes' += goes element by element: the
+            # same float32 sum, rounded once, in three compiled passes
+            buf.data[at] = kernels.narrow(kernels.widen(buf.data[at]) + kernels.widen(g.data),
+                                          kernels.BF16)
+        else:
+            buf.data[at] += g.data
 
 
 def _accumulate_leaf(leaf: Tensor, g: Tensor, create_graph: bool) -> None:

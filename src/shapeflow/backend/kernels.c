@@ -523,6 +523,18 @@ int layer_norm_bf16(const uint16_t *restrict x, const float *restrict w,
     return 0;
 }
 
+/* out[j] = sum over the rows of x[i, j] (bf16, rows contiguous): float32 accumulators, added
+ * in row order (a bias gradient, without a float32 copy of x) */
+void col_sums_bf16(const uint16_t *restrict x, float *restrict out, ptrdiff_t rows,
+                   ptrdiff_t n) {
+    for (ptrdiff_t j = 0; j < n; j++) out[j] = 0.0f;
+    for (ptrdiff_t i = 0; i < rows; i++) {
+        const uint16_t *row = x + i * n;
+#pragma omp simd
+        for (ptrdiff_t j = 0; j < n; j++) out[j] += bf16_widen(row[j]);
+    }
+}
+
 /* ---- recurrent cells: one time step's pointwise part, forward and backward ------------
  * The recurrent op (ops/nn/recurrent_steps.py) adds h_{t-1} @ W_hh^T into the step's gate
  * rows with one gemm; these kernels do the rest of the step in one pass over the rows.

@@ -36,6 +36,7 @@ _SIGNATURES = {
     "interp_times_bf16": [_P] * 5 + [_N, _F, _F],
     "softmax_rows_bf16": [_P, _P, _N, _N, _I],
     "layer_norm_bf16": [_P] * 6 + [_N, _N, _F, _I],
+    "col_sums_bf16": [_P, _P, _N, _N],
     "lstm_cell_f32": [_P, _P, _N, _P, _N, _P, _N, _N, _N],
     "lstm_cell_backward_f32": [_P, _P, _N, _P, _N, _P, _N, _P, _P, _N, _P, _P, _P, _N, _N],
     "gru_cell_f32": [_P, _N, _P, _P, _N, _P, _P, _N, _N, _N],
@@ -309,6 +310,16 @@ def bf16_to_f32(x: np.ndarray) -> np.ndarray | None:
         return None
     out = np.empty(x.shape, _F32)
     lib.bf16_to_f32(address(x), address(out), x.size)
+    return out
+
+
+def col_sums_bf16(x: np.ndarray) -> np.ndarray | None:
+    """The column sums of a 2-D bfloat16 array in float32 (accumulated in row order)."""
+    lib = _lib()
+    if lib is None or x.ndim != 2 or not _ok16(x):
+        return None
+    out = np.empty(x.shape[1], _F32)
+    lib.col_sums_bf16(address(x), address(out), x.shape[0], x.shape[1])
     return out
 
 

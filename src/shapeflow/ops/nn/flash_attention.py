@@ -30,7 +30,7 @@ from .attention import Attention
 
 QBLOCK = 128  # queries per block
 KBLOCK = 512  # keys per panel: up to 512 keys a block's softmax is one pass, no rescaling
-GROUP_BYTES = 1 << 20  # backward's working arrays per batch group: bounded scratch
+GROUP_BYTES = 1 << 22  # backward's working arrays per batch group: bounded scratch
 TILE = 128  # dropout masks are drawn per 128 x 128 tile, seeded by its corner
 
 
@@ -134,8 +134,9 @@ class FlashAttention(Attention):
         """The dropout mask of tile (i0, j0) of the batch group from g0, scaled: the same
         draw in forward and backward."""
         rng = np.random.default_rng([self.seed, g0, i0, j0])
-        keep = rng.random(shape, dtype=np.float32) >= self.p
-        return keep * np.float32(1.0 / (1.0 - self.p) if self.p < 1 else 0.0)
+        draw = rng.random(shape, dtype=np.float32)
+        scale = np.float32(1.0 / (1.0 - self.p) if self.p < 1 else 0.0)
+        return np.multiply(draw >= self.p, scale, out=draw)  # the draw's buffer, reused
 
     def _keep_panel(self, g0: int, i0: int, i1: int, j0: int, j1: int, batch: tuple
                     ) -> np.ndarray:
