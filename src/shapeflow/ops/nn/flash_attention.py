@@ -30,7 +30,7 @@ from .attention import Attention
 
 QBLOCK = 128  # queries per block
 KBLOCK = 512  # keys per panel: up to 512 keys a block's softmax is one pass, no rescaling
-GROUP_BYTES = 1 << 22  # backward's working arrays per batch group: bounded scratch
+GROUP_BYTES = 1 << 21  # backward's working arrays per batch group: bounded scratch
 TILE = 128  # dropout masks are drawn per 128 x 128 tile, seeded by its corner
 
 
@@ -72,7 +72,7 @@ class FlashAttention(Attention):
         k_t = _transposed(k, work)
         for i0 in range(0, L, QBLOCK):
             i1 = min(i0 + QBLOCK, L)
-            qb = q[..., i0:i1, :].astype(work, copy=False)
+            qb = _as(q[..., i0:i1, :], work)
             panels = self._panels(i0, i1, S)
             if not panels:  # no keys at all: zeros, as the math path's safe softmax gives
                 out[..., i0:i1, :] = 0
@@ -84,7 +84,7 @@ class FlashAttention(Attention):
                 lse[..., i0:i1] = blocks.softmax_lse(s, sc, causal)
                 if self.p > 0:
                     s *= self._keep_panel(g0, i0, i1, j0, j1, s.shape[:-2])
-                _mm(s, v[..., j0:j1, :].astype(work, copy=False), out[..., i0:i1, :], False)
+                _mm(s, _as(v[..., j0:j1, :], work), out[..., i0:i1, :], False)
                 continue
             m = np.empty(qb.shape[:-1], lse.dtype)  # running row max
             denom = np.empty(qb.shape[:-1], lse.dtype)  # running row sum of exp
@@ -94,7 +94,7 @@ class FlashAttention(Attention):
                 fade = blocks.online(s, m, denom, sc, causal, acc is None)
                 if self.p > 0:
                     s *= self._keep_panel(g0, i0, i1, j0, j1, s.shape[:-2])
-                pv = s @ v[..., j0:j1, :].astype(work, copy=False)
+                pv = s @ _as(v[..., j0:j1, :], work)
                 if acc is None:
                     acc = pv
                 else:
@@ -189,19 +189,19 @@ class FlashAttention(Attention):
         scale = self.scale if self.scale is not None else q.shape[-1] ** -0.5
         for i0 in range(0, L, QBLOCK):
             i1 = min(i0 + QBLOCK, L)
-            qb = q[..., i0:i1, :].astype(work, copy=False)
-            dob = do[..., i0:i1, :].astype(work, copy=False)
+            qb = _as(q[..., i0:i1, :], work)
+            dob = _as(do[..., i0:i1, :], work)
             lse_b = np.ascontiguousarray(lse[..., i0:i1])
             # rowsum(dO * O) = rowsum(P * dP): one [..., rows] vector instead of P
             delta_b = np.einsum("...i,...i->...", dob,
-                                out[..., i0:i1, :].astype(work, copy=False), dtype=lse.dtype)
+                                _as(out[..., i0:i1, :], work), dtype=lse.dtype)
             dq_b = dq[..., i0:i1, :] if dq.dtype == work else np.empty(qb.shape, work)
             panels = self._panels(i0, i1, S)
             if not panels:  # no keys: nothing flows back
                 dq_b[...] = 0
             for n, (j0, j1) in enumerate(panels):
                 s, sc, causal = self._scores(qb, k_t, mask, i0, i1, j0, j1, work)
-                kb = k[..., j0:j1, :].astype(work, copy=False)
+                kb = _as(k[..., j0:j1, :], work)
                 dp = dob @ v_t[..., j0:j1]
                 keep = self._keep_panel(g0, i0, i1, j0, j1, s.shape[:-2]) if self.p else None
                 if keep is not None:
@@ -269,7 +269,17 @@ def heads_last(shape: tuple, dtype, zero: bool = False) -> np.ndarray:
 def _transposed(k: np.ndarray, work) -> np.ndarray:
     """k^T [..., E, S] in C order: NumPy's batched matmul with a transposed view as the right
     operand runs ~1.7x slower than with this copy (measured: 64 heads of 64 x 32)."""
-    return np.ascontiguousarray(np.swapaxes(k, -1, -2), work)
+    return _as(np.swapaxes(k, -1, -2), work, contiguous=True)
+
+
+def _as(x: np.ndarray, work, contiguous: bool = False) -> np.ndarray:
+    """x in the work dtype: bfloat16 copied (as 16-bit words) and widened in compiled passes,
+    where NumPy's cast goes through ml_dtypes one element at a time."""
+    if x.dtype == work:
+        return np.ascontiguousarray(x) if contiguous else x
+    if x.dtype == kernels.BF16:
+        return kernels.widen(np.ascontiguousarray(x))
+    return np.ascontiguousarray(x, work)
 
 
 def _broadcast(q, k, v, mask):
@@ -285,7 +295,13 @@ def _broadcast(q, k, v, mask):
 
 def _grad_as(grad: np.ndarray, like):
     """The gradient as a tensor in `like`'s dtype (the engine sums broadcast batch dims)."""
-    data = grad.astype(like.dtype.np, copy=False)
+    dt = np.dtype(like.dtype.np)
+    data = grad
+    if grad.dtype != dt:  # float32 sums of 16-bit gradients: rounded, keeping the layout
+        if grad.ndim >= 3 and np.swapaxes(grad, -3, -2).flags.c_contiguous:
+            data = np.swapaxes(kernels.narrow(np.swapaxes(grad, -3, -2), dt), -3, -2)
+        else:
+            data = kernels.narrow(np.ascontiguousarray(grad), dt)
     return Tensor._make(data, data.shape, like.dtype, like.device)
 
 
