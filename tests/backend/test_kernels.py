@@ -101,10 +101,10 @@ def test_kernels_decline_what_they_do_not_cover(rng):
     assert kernels.layer_norm(x64, None, None, 1e-5, False) is None
     assert kernels.layer_norm(strided, None, None, 1e-5, False) is None
     assert kernels.layer_norm(np.ones((3, 0), np.float32), None, None, 1e-5, False) is None
-    values, slopes = gelu_kernels._table("phi")
-    assert kernels.interp_times(strided, None, values, slopes, 1024.0, 10241.0) is None
-    assert kernels.interp_times(strided.copy(), np.ones(3, np.float32), values, slopes,
-                                1024.0, 10241.0) is None
+    pairs = gelu_kernels._pairs("phi")
+    assert kernels.interp_times(strided, None, pairs, 1024.0, 10241.0) is None
+    assert kernels.interp_times(strided.copy(), np.ones(3, np.float32), pairs, 1024.0,
+                                10241.0) is None
 
 
 def test_off_means_off(numpy_path):

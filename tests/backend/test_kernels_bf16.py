@@ -99,11 +99,11 @@ def _bf16(rng, shape, scale=3.0):
 def test_gelu_table_in_bf16_is_the_float32_kernel_rounded(simd, times, rng):
     x = _bf16(rng, 5000)
     t = _bf16(rng, 5000) if times else None
-    table = gelu_kernels._table("phi")
+    table = gelu_kernels._pairs("phi")
     args = (float(gelu_kernels.STEPS), float(gelu_kernels._OFFSET))
-    got = kernels.interp_times_bf16(x, t, *table, *args)
+    got = kernels.interp_times_bf16(x, t, table, *args)
     ref = kernels.interp_times(x.astype(np.float32), None if t is None else
-                               t.astype(np.float32), *table, *args).astype(BF16)
+                               t.astype(np.float32), table, *args).astype(BF16)
     np.testing.assert_array_equal(_bits(got), _bits(ref))
 
 

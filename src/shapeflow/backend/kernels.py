@@ -20,7 +20,7 @@ import numpy as np
 _F32 = np.dtype(np.float32)
 _P, _N, _F, _I = ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_float, ctypes.c_int
 _SIGNATURES = {
-    "interp_times_f32": [_P] * 5 + [_N, _F, _F],
+    "interp_times_f32": [_P] * 4 + [_N, _F, _F],
     "layer_norm_f32": [_P] * 6 + [_N, _N, _F, _I],
     "layer_norm_backward_f32": [_P] * 7 + [_N, _N],
     "adam_f32": [_P] * 5 + [_N] + [_F] * 6,
@@ -33,7 +33,7 @@ _SIGNATURES = {
     "bf16_simd": [_I],
     "f32_to_bf16": [_P, _P, _N],
     "bf16_to_f32": [_P, _P, _N],
-    "interp_times_bf16": [_P] * 5 + [_N, _F, _F],
+    "interp_times_bf16": [_P] * 4 + [_N, _F, _F],
     "softmax_rows_bf16": [_P, _P, _N, _N, _I],
     "layer_norm_bf16": [_P] * 6 + [_N, _N, _F, _I],
     "col_sums_bf16": [_P, _P, _N, _N],
@@ -146,16 +146,17 @@ def _ok(*arrays) -> bool:
     return all(a.dtype == _F32 and a.flags.c_contiguous for a in arrays)
 
 
-def interp_times(x: np.ndarray, times: np.ndarray | None, values: np.ndarray, slopes: np.ndarray,
-                 steps: float, offset: float) -> np.ndarray | None:
-    """(values[k] + slopes[k] * frac) * times at every element (gelu_kernels' tables)."""
+def interp_times(x: np.ndarray, times: np.ndarray | None, pairs: np.ndarray, steps: float,
+                 offset: float) -> np.ndarray | None:
+    """(values[k] + slopes[k] * frac) * times at every element; pairs holds gelu_kernels'
+    tables interleaved, (values[k], slopes[k]) for each k."""
     lib = _lib()
-    if lib is None or not _ok(x, values, slopes) or (times is not None and (
+    if lib is None or not _ok(x, pairs) or (times is not None and (
             times.shape != x.shape or not _ok(times))):
         return None
     out = np.empty(x.shape, _F32)
     lib.interp_times_f32(address(x), None if times is None else address(times),
-                         address(values), address(slopes), address(out), x.size, steps, offset)
+                         address(pairs), address(out), x.size, steps, offset)
     return out
 
 
@@ -342,17 +343,16 @@ def widen(x: np.ndarray) -> np.ndarray:
     return x.astype(_F32)
 
 
-def interp_times_bf16(x: np.ndarray, times: np.ndarray | None, values: np.ndarray,
-                      slopes: np.ndarray, steps: float, offset: float) -> np.ndarray | None:
+def interp_times_bf16(x: np.ndarray, times: np.ndarray | None, pairs: np.ndarray,
+                      steps: float, offset: float) -> np.ndarray | None:
     """interp_times for bfloat16 x (and times): the float32 kernel's values, rounded."""
     lib = _lib()
-    if lib is None or not _ok16(x) or not _ok(values, slopes) or (times is not None and (
+    if lib is None or not _ok16(x) or not _ok(pairs) or (times is not None and (
             times.shape != x.shape or not _ok16(times))):
         return None
     out = np.empty(x.shape, _BF16)
     lib.interp_times_bf16(address(x), None if times is None else address(times),
-                          address(values), address(slopes), address(out), x.size, steps,
-                          offset)
+                          address(pairs), address(out), x.size, steps, offset)
     return out
 
 
