@@ -48,3 +48,13 @@ def test_bf16_gradients_of_slices_add_up_as_ml_dtypes_does():
     want[:, :8] += g[0]
     want[:, 4:] += g[1]
     np.testing.assert_array_equal(x.grad.numpy().view(np.uint16), want.view(np.uint16))
+
+
+@pytest.mark.parametrize("shapes", [((5, 130), (5, 130)), ((3, 1, 40), (40,))])
+def test_bf16_plus_float32_widens_exactly(shapes):
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal(shapes[0]).astype(BF16)
+    b = rng.standard_normal(shapes[1]).astype(np.float32)
+    got = sf.tensor(a) + sf.tensor(b)
+    assert got.dtype is sf.float32
+    np.testing.assert_array_equal(got.numpy(), a.astype(np.float32) + b)

@@ -17,7 +17,7 @@ from importlib.util import find_spec
 import ml_dtypes
 import numpy as np
 
-_F32 = np.dtype(np.float32)
+F32 = _F32 = np.dtype(np.float32)
 _P, _N, _F, _I = ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_float, ctypes.c_int
 _SIGNATURES = {
     "interp_times_f32": [_P] * 4 + [_N, _F, _F],

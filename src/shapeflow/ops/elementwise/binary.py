@@ -69,13 +69,20 @@ class Binary(Op):
         if self.cast:
             npd = self.compute.np
             if a.dtype != npd:
-                a = a.astype(npd)
+                a = _converted(a, npd)
             if b.dtype != npd:
-                b = b.astype(npd)
+                b = _converted(b, npd)
         if self.compute is _BF16 and self.rounds_once:  # the same bits, 3x faster
             return kernels.narrow(np.asarray(self.fn(kernels.widen(a), kernels.widen(b))),
                                   a.dtype)
         return self.fn(a, b)
+
+
+def _converted(x: np.ndarray, npd) -> np.ndarray:
+    """x as npd; bfloat16 to float32 in a compiled pass (mixed precision's residual adds)."""
+    if npd == kernels.F32 and x.dtype == kernels.BF16 and x.ndim:
+        return kernels.widen(x)
+    return x.astype(npd)
 
 
 def _int_pow(op: Pow, a, b):
