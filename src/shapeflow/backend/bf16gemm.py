@@ -19,7 +19,7 @@ from .kernels import _cpu_flags, address
 
 _P, _N = ctypes.c_void_p, ctypes.c_ssize_t
 _FILE = os.path.join(os.path.dirname(__file__), "bf16gemm.c")
-_state: dict = {"loaded": False, "fn": None, "refused": None}
+_state: dict = {"loaded": False, "fn": None, "fn16": None, "refused": None}
 
 
 def _library():
@@ -39,7 +39,7 @@ def _library():
         built = ctypes.string_at(ctypes.addressof(
             ctypes.c_char.in_dll(lib, "shapeflow_bf16gemm_source"))).decode()
         supported = lib.bf16gemm_supported
-        fn = lib.bf16gemm
+        fn, fn16 = lib.bf16gemm, lib.bf16gemm_bf16
     except (OSError, ValueError, AttributeError):
         return None
     try:
@@ -57,14 +57,16 @@ def _library():
         _state["refused"] = "built for AVX512-BF16, which this CPU lacks"
         return None
     fn.argtypes, fn.restype = [_P, _N, _N, _P, _N, _N, _P, _N, _N, _N, _N], ctypes.c_int
-    return fn
+    fn16.argtypes, fn16.restype = [_P, _N, _N, _P, _N, _N, _P, _P, _N, _N, _N, _N], ctypes.c_int
+    return fn, fn16
 
 
 def _load() -> None:
     _state["loaded"] = True
-    _state["fn"] = _library()
+    _state["fn"], _state["fn16"] = _library() or (None, None)
     if _state["fn"] is not None and not _self_check():
-        _state["fn"], _state["refused"] = None, "bf16gemm.c failed its self-check"
+        _state["fn"] = _state["fn16"] = None
+        _state["refused"] = "bf16gemm.c failed its self-check"
 
 
 def available() -> bool:
@@ -86,6 +88,27 @@ def gemm_into(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
         raise MemoryError("bf16gemm: could not allocate its packing buffers")
 
 
+def matmul_bf16(a: np.ndarray, b: np.ndarray, bias32: np.ndarray | None = None,
+                out: np.ndarray | None = None) -> np.ndarray | None:
+    """a @ b (+ bias32, float32) for 2-D bfloat16 operands of any strides, rounded once to a
+    bfloat16 `out` (rows contiguous; made when None): no float32 result is ever made. None
+    where the kernel declines (k beyond what one panel keeps in L2)."""
+    (m, k), n = a.shape, b.shape[1]
+    if out is None:
+        out = np.empty((m, n), ml_dtypes.bfloat16)
+    if b.shape[0] != k or out.shape != (m, n) or out.strides[1] != 2 or (
+            bias32 is not None and (bias32.shape != (n,) or bias32.dtype != np.float32
+                                    or not bias32.flags.c_contiguous)):
+        raise ValueError(f"bf16gemm: shapes {a.shape} @ {b.shape} -> {out.shape}")
+    rc = _state["fn16"](address(a), a.strides[0] // 2, a.strides[1] // 2, address(b),
+                        b.strides[0] // 2, b.strides[1] // 2,
+                        None if bias32 is None else address(bias32), address(out),
+                        out.strides[0] // 2, m, n, k)
+    if rc < 0:
+        raise MemoryError("bf16gemm: could not allocate its packing buffers")
+    return None if rc else out
+
+
 def _self_check() -> bool:
     """The kernel against a float64 product on ragged shapes, both operand layouts."""
     rng = np.random.default_rng(0)
@@ -97,5 +120,10 @@ def _self_check() -> bool:
         gemm_into(a, b, out)
         want = a.astype(np.float64) @ b.astype(np.float64)
         if not np.allclose(out, want, rtol=1e-5, atol=1e-5 * k):
+            return False
+        bias = rng.standard_normal(n).astype(np.float32)
+        got = matmul_bf16(a.T.copy().T, b, bias)  # a column-major copy: the other layout
+        if got is None or not np.allclose(got.astype(np.float64), want + bias,
+                                          rtol=2 ** -7, atol=1e-5 * k):
             return False
     return True

@@ -189,7 +189,37 @@ def half_matmul(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None = None) ->
     if b.dtype != dtype or (bias is not None and bias.dtype != dtype):
         raise TypeError(f"half_matmul: operands must share one 16-bit dtype, got {a.dtype}, "
                         f"{b.dtype}" + ("" if bias is None else f" and {bias.dtype}"))
+    if dtype == _BF16 and a.ndim >= 2 and b.ndim >= 2:
+        out = _bf16_direct(a, b, bias)
+        if out is not None:
+            return out
     return kernels.narrow(_half_f32(a, b, bias), dtype)
+
+
+def _bf16_direct(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None) -> np.ndarray | None:
+    """a @ b (+ bias) rounded straight into bfloat16 by bf16gemm.c, no float32 result in
+    between; None where that kernel is off, or where MKL or NumPy take the product."""
+    if not _state["loaded"]:
+        _load()
+    k, n = b.shape[-2], b.shape[-1]
+    rows = a.size // max(a.shape[-1], 1) if b.ndim == 2 else a.shape[-2]
+    if not bf16gemm.available() or rows * k * n < MIN_MACS or a.shape[-1] != k or (
+            rows < BF16GEMM_MIN_ROWS and _HALF_GEMM[_BF16] is not None):
+        return None
+    bias32 = None if bias is None else np.ascontiguousarray(kernels.widen(bias))
+    if b.ndim == 2:  # [..., m, k] @ [k, n]: one product over all rows of a
+        out = np.empty(a.shape[:-1] + (n,), _BF16)
+        if bf16gemm.matmul_bf16(a.reshape(-1, k), b, bias32, out.reshape(-1, n)) is None:
+            return None
+        return out
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    a = np.broadcast_to(a, batch + a.shape[-2:])
+    b = np.broadcast_to(b, batch + b.shape[-2:])
+    out = np.empty(batch + (a.shape[-2], n), _BF16)
+    for i in np.ndindex(*batch):
+        if bf16gemm.matmul_bf16(a[i], b[i], bias32, out[i]) is None:
+            return None
+    return out
 
 
 def _half_f32(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
