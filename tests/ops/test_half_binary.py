@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import shapeflow as sf
+from shapeflow.backend import kernels
 
 BF16 = ml_dtypes.bfloat16
 SPECIALS = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-40, -1e-40, 3e38, -3e38, 1.0,
@@ -58,3 +59,28 @@ def test_bf16_plus_float32_widens_exactly(shapes):
     got = sf.tensor(a) + sf.tensor(b)
     assert got.dtype is sf.float32
     np.testing.assert_array_equal(got.numpy(), a.astype(np.float32) + b)
+
+
+def test_bf16_arithmetic_keeps_no_whole_float32_copy():
+    import tracemalloc
+
+    rng = np.random.default_rng(8)
+    a, b = (sf.tensor(rng.standard_normal((512, 1024)).astype(BF16)) for _ in range(2))
+    a + b  # warm up
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        start = tracemalloc.get_traced_memory()[0]
+        out = a * b
+        peak = tracemalloc.get_traced_memory()[1] - start
+    finally:
+        tracemalloc.stop()
+    # float32 blocks (a few per block element), not three float32 copies (6 MiB here)
+    assert peak - out.nbytes < 16 * kernels._BINARY_BLOCK < out.nbytes
+
+
+def test_bf16_gradient_through_a_fancy_index_still_adds_up():
+    x = sf.tensor(np.arange(6, dtype=np.float32).astype(BF16)).requires_grad_()
+    idx = sf.tensor(np.array([1, 1, 4]))
+    (x[idx] * 2).sum().backward()
+    np.testing.assert_array_equal(x.grad.float().numpy(), [0, 4, 0, 0, 2, 0])

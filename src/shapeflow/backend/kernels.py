@@ -324,6 +324,26 @@ def col_sums_bf16(x: np.ndarray) -> np.ndarray | None:
     return out
 
 
+_BINARY_BLOCK = 1 << 15  # elements per float32 block of bf16_binary: scratch stays in L2
+
+
+def bf16_binary(fn, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> bool:
+    """out[...] = fn(a, b) for bfloat16 a, b and out of one shape, computed in float32 and
+    rounded once (ml_dtypes' bits), block by block: no whole float32 copy is made. out may
+    be a view of a or b. False (nothing written) where the kernels are off or shapes differ."""
+    if _lib() is None or not a.shape == b.shape == out.shape or out.ndim == 0 or not (
+            a.dtype == b.dtype == out.dtype == _BF16):
+        return False
+    if a.flags.c_contiguous and b.flags.c_contiguous and out.flags.c_contiguous:
+        a, b, out = a.reshape(-1), b.reshape(-1), out.reshape(-1)
+    step = max(1, _BINARY_BLOCK // max(out.size // max(out.shape[0], 1), 1))
+    for i in range(0, out.shape[0], step):
+        wa = widen(np.ascontiguousarray(a[i:i + step]))
+        wb = widen(np.ascontiguousarray(b[i:i + step]))
+        out[i:i + step] = narrow(np.asarray(fn(wa, wb, out=wa)), _BF16)
+    return True
+
+
 def narrow(x32: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """float32 -> bfloat16 or float16 (or any dtype), rounded to nearest even: the compiled
     kernel for bfloat16 where it is built, else NumPy's cast."""
