@@ -45,6 +45,23 @@ static inline uint32_t load_pair(const uint16_t *p) { /* two adjacent bf16, any 
     return v;
 }
 
+/* lanes (rows of A, columns of B) whose kc elements are contiguous, lane l starting at
+ * first + l * stride: d32[p * lanes + l] = the pair (2p, 2p + 1) of lane l as one word;
+ * lanes from `valid` on and an odd k's missing second element are zero */
+static void pack_pair_words(const uint16_t *first, ptrdiff_t stride, ptrdiff_t lanes,
+                            ptrdiff_t valid, ptrdiff_t kc, uint32_t *d32) {
+    ptrdiff_t pairs = (kc + 1) / 2, full = kc / 2;
+    for (ptrdiff_t l = 0; l < lanes; l++) {
+        const uint16_t *s = first + l * stride;
+        if (l >= valid) {
+            for (ptrdiff_t p = 0; p < pairs; p++) d32[p * lanes + l] = 0;
+            continue;
+        }
+        for (ptrdiff_t p = 0; p < full; p++) d32[p * lanes + l] = load_pair(s + 2 * p);
+        if (full < pairs) d32[full * lanes + l] = s[2 * full];
+    }
+}
+
 /* lanes 0..31 of the result: a[0], b[0], a[1], b[1], ... a[15], b[15] (lo) or a[16..31] (hi) */
 TGT static inline __m512i interleave16(__m512i a, __m512i b, int hi) {
     const __m512i lo_idx = _mm512_set_epi16(
@@ -72,17 +89,7 @@ TGT static void pack_b(const uint16_t *b, ptrdiff_t sk, ptrdiff_t sn, ptrdiff_t 
                 _mm512_storeu_si512(d + p * NR * 2 + 32, interleave16(r0, r1, 1));
             }
         } else if (sk == 1) { /* columns contiguous: each pair is one 32-bit word */
-            uint32_t *d32 = (uint32_t *)d;
-            for (ptrdiff_t j = 0; j < NR; j++) {
-                const uint16_t *s = col + j * sn;
-                if (j >= w) {
-                    for (ptrdiff_t p = 0; p < pairs; p++) d32[p * NR + j] = 0;
-                    continue;
-                }
-                ptrdiff_t full = kc / 2;
-                for (ptrdiff_t p = 0; p < full; p++) d32[p * NR + j] = load_pair(s + 2 * p);
-                if (full < pairs) d32[full * NR + j] = s[2 * full];
-            }
+            pack_pair_words(col, sn, NR, w, kc, (uint32_t *)d);
         } else {
             for (ptrdiff_t p = 0; p < pairs; p++) {
                 uint16_t *row = d + p * NR * 2;
@@ -117,17 +124,7 @@ TGT static void pack_a(const uint16_t *a, ptrdiff_t sm, ptrdiff_t sk, ptrdiff_t 
                                          interleave16(c0, c1, 0));
             }
         } else if (sk == 1) { /* rows contiguous: each pair is one 32-bit word */
-            uint32_t *d32 = (uint32_t *)d;
-            for (ptrdiff_t r = 0; r < MR; r++) {
-                const uint16_t *s = top + r * sm;
-                if (r >= h) {
-                    for (ptrdiff_t p = 0; p < pairs; p++) d32[p * MR + r] = 0;
-                    continue;
-                }
-                ptrdiff_t full = kc / 2;
-                for (ptrdiff_t p = 0; p < full; p++) d32[p * MR + r] = load_pair(s + 2 * p);
-                if (full < pairs) d32[full * MR + r] = s[2 * full];
-            }
+            pack_pair_words(top, sm, MR, h, kc, (uint32_t *)d);
         } else {
             for (ptrdiff_t r = 0; r < MR; r++) {
                 const uint16_t *s = top + r * sm;
