@@ -35,10 +35,10 @@ def _bf16(shape, seed=0):
 
 
 def test_bf16_gelu_rounds_once_and_keeps_no_float32_copy():
-    x = _bf16((256, 1024))
+    x = _bf16((1024, 1024))
     F.gelu(x[:1])  # builds the tables once
     out, scratch = _peak_above(lambda: F.gelu(x))
-    assert scratch < x.nbytes // 4  # a whole float32 copy would be 2x x.nbytes
+    assert scratch < x.nbytes // 2  # blocks (NumPy's path: ~0.9 MiB); a float32 copy is 2x
     want = F.gelu(x.float()).to(sf.bfloat16)  # float32 steps, rounded once
     np.testing.assert_array_equal(out.float().numpy(), want.float().numpy())
 

@@ -282,8 +282,8 @@ def _add_slice(grads: dict, owned: set, key: int, node, g: Tensor) -> None:
         region = buf.data[node.key + (Ellipsis,)]
         # bfloat16 in place: ml_dtypes' += goes element by element; the same float32 sums,
         # rounded once, in compiled blocks (where the key gave a view of g's shape)
-        if not (np.may_share_memory(region, buf.data) and kernels.bf16_binary(
-                np.add, region, g.data, region)):
+        if not (region.dtype == kernels.BF16 and np.may_share_memory(region, buf.data)
+                and kernels.bf16_binary(np.add, region, g.data, region)):
             buf.data[node.key + (Ellipsis,)] += g.data
 
 

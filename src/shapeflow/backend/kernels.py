@@ -330,8 +330,8 @@ _BINARY_BLOCK = 1 << 15  # elements per float32 block of bf16_binary: scratch st
 def bf16_binary(fn, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> bool:
     """out[...] = fn(a, b) for bfloat16 a, b and out of one shape, computed in float32 and
     rounded once (ml_dtypes' bits), block by block: no whole float32 copy is made. out may
-    be a view of a or b. False (nothing written) where the kernels are off or shapes differ."""
-    if _lib() is None or not a.shape == b.shape == out.shape or out.ndim == 0 or not (
+    be a view of a or b. False (nothing written) where the shapes or dtypes differ."""
+    if not a.shape == b.shape == out.shape or out.ndim == 0 or not (
             a.dtype == b.dtype == out.dtype == _BF16):
         return False
     if a.flags.c_contiguous and b.flags.c_contiguous and out.flags.c_contiguous:
