@@ -95,7 +95,7 @@ def half_backend() -> str:
     """How bfloat16/float16 products run: MKL's 16-bit gemm, or float32 copies + np.matmul."""
     if not _state["loaded"]:
         _load()
-    if bf16gemm.available():
+    if bf16_kernel():
         return "bf16gemm.c (AVX512-BF16) for bf16, " + (
             "mkl gemm_f16f16f32 for fp16" if _HALF_GEMM[_F16] is not None else
             "fp16 through float32")
@@ -196,6 +196,16 @@ def half_matmul(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None = None) ->
     return kernels.narrow(_half_f32(a, b, bias), dtype)
 
 
+def bf16_kernel() -> bool:
+    """Whether bfloat16 products run on bf16gemm.c: where it is loaded, unless the CPU has
+    AMX tiles and MKL's gemm_bf16bf16f32 can use them (several times the kernel's speed)."""
+    if not _state["loaded"]:
+        _load()
+    if "amx" not in _state:  # the CPU's flags do not change
+        _state["amx"] = {"amx_tile", "amx_bf16"} <= (kernels._cpu_flags() or set())
+    return bf16gemm.available() and not (_state["amx"] and _HALF_GEMM[_BF16] is not None)
+
+
 def _bf16_direct(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None) -> np.ndarray | None:
     """a @ b (+ bias) rounded straight into bfloat16 by bf16gemm.c, no float32 result in
     between; None where that kernel is off, or where MKL or NumPy take the product."""
@@ -203,7 +213,7 @@ def _bf16_direct(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None) -> np.nd
         _load()
     k, n = b.shape[-2], b.shape[-1]
     rows = a.size // max(a.shape[-1], 1) if b.ndim == 2 else a.shape[-2]
-    if not bf16gemm.available() or rows * k * n < MIN_MACS or a.shape[-1] != k or (
+    if not bf16_kernel() or rows * k * n < MIN_MACS or a.shape[-1] != k or (
             rows < BF16GEMM_MIN_ROWS and _HALF_GEMM[_BF16] is not None):
         return None
     bias32 = None if bias is None else np.ascontiguousarray(kernels.widen(bias))
@@ -227,7 +237,7 @@ def _half_f32(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None) -> np.ndarr
     if not _state["loaded"]:
         _load()
     fn = _HALF_GEMM[a.dtype]
-    if a.dtype == _BF16 and bf16gemm.available():  # AVX512-BF16 kernel: ~2x MKL's on Zen 4
+    if a.dtype == _BF16 and bf16_kernel():  # AVX512-BF16 kernel: ~2x MKL's on Zen 4
         fn = bf16gemm.gemm_into
     bias32 = None if bias is None else kernels.widen(bias)
     if a.ndim < 2 or b.ndim < 2 or fn is None or (
