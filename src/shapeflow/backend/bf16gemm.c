@@ -147,7 +147,7 @@ TGT static void pack_a(const uint16_t *a, ptrdiff_t sm, ptrdiff_t sk, ptrdiff_t 
 }
 
 /* C[0:h, 0:w] += Apanel @ Bpanel over `pairs` k-pairs (h <= MR, w <= NR) */
-TGT static void kernel(const uint16_t *ap, const uint16_t *bp, ptrdiff_t pairs, float *c,
+TGT __attribute__((noinline)) static void kernel(const uint16_t *ap, const uint16_t *bp, ptrdiff_t pairs, float *c,
                        ptrdiff_t ldc, ptrdiff_t h, ptrdiff_t w) {
     __m512 acc[MR][2];
     for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
@@ -221,29 +221,56 @@ TGT static inline __m512i round_bf16(__m512 v) {
     return _mm512_mask_mov_epi32(r, nan, q);
 }
 
-/* c[0:h, 0:w] (bfloat16) = round(bias + Apanel @ Bpanel) over all `pairs` k-pairs. The
- * float32 sum is kept in a 12x32 tile on the stack and built exactly as bf16gemm() builds
- * its float32 output: bias (or +0), then each KC block's register sum added in k order. */
+/* acc = Apanel @ Bpanel over np k-pairs, in registers (inlined into tile_bf16) */
+TGT static inline __attribute__((always_inline)) void dots(const uint16_t *ap,
+                                                           const uint16_t *bp, ptrdiff_t np,
+                                                           __m512 acc[MR][2]) {
+    for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    const uint32_t *a32 = (const uint32_t *)ap;
+    for (ptrdiff_t p = 0; p < np; p++) {
+        __m512bh b0 = (__m512bh)_mm512_loadu_si512(bp + p * NR * 2);
+        __m512bh b1 = (__m512bh)_mm512_loadu_si512(bp + p * NR * 2 + 32);
+#pragma GCC unroll 12
+        for (int r = 0; r < MR; r++) {
+            __m512bh av = (__m512bh)_mm512_set1_epi32((int)a32[p * MR + r]);
+            acc[r][0] = _mm512_dpbf16_ps(acc[r][0], av, b0);
+            acc[r][1] = _mm512_dpbf16_ps(acc[r][1], av, b1);
+        }
+    }
+}
+
+/* c[0:h, 0:w] (bfloat16) = round(bias + Apanel @ Bpanel) over all `pairs` k-pairs, the
+ * float32 sum built exactly as bf16gemm() builds its float32 output: bias (or +0), then
+ * each KC block's register sum added in k order. All blocks but the last go through a
+ * 12x32 float32 tile on the stack; the last is added in registers and rounded. */
 TGT static void tile_bf16(const uint16_t *ap, const uint16_t *bp, ptrdiff_t pairs,
                           const float *bias, uint16_t *c, ptrdiff_t ldc, ptrdiff_t h,
                           ptrdiff_t w) {
     float t[MR * NR] __attribute__((aligned(64)));
+    __m512 acc[MR][2];
     __mmask16 m0 = w >= 16 ? 0xFFFF : (__mmask16)((1u << w) - 1);
     __mmask16 m1 = w >= 32 ? 0xFFFF : w <= 16 ? 0 : (__mmask16)((1u << (w - 16)) - 1);
     __m512 b0 = bias ? _mm512_maskz_loadu_ps(m0, bias) : _mm512_setzero_ps();
     __m512 b1 = bias ? _mm512_maskz_loadu_ps(m1, bias + 16) : _mm512_setzero_ps();
+    ptrdiff_t last = pairs <= KC / 2 ? 0 : (pairs - 1) / (KC / 2) * (KC / 2);
+    if (last > 0) {
+        for (int r = 0; r < MR; r++) {
+            _mm512_store_ps(t + r * NR, b0);
+            _mm512_store_ps(t + r * NR + 16, b1);
+        }
+        for (ptrdiff_t p0 = 0; p0 < last; p0 += KC / 2)
+            kernel(ap + p0 * MR * 2, bp + p0 * NR * 2, KC / 2, t, NR, MR, NR);
+    }
+    dots(ap + last * MR * 2, bp + last * NR * 2, pairs - last, acc);
+#pragma GCC unroll 12
     for (int r = 0; r < MR; r++) {
-        _mm512_store_ps(t + r * NR, b0);
-        _mm512_store_ps(t + r * NR + 16, b1);
-    }
-    for (ptrdiff_t p0 = 0; p0 < pairs; p0 += KC / 2) {
-        ptrdiff_t np = pairs - p0 < KC / 2 ? pairs - p0 : KC / 2;
-        kernel(ap + p0 * MR * 2, bp + p0 * NR * 2, np, t, NR, MR, NR);
-    }
-    for (ptrdiff_t r = 0; r < h; r++) {
-        _mm512_mask_cvtepi32_storeu_epi16(c + r * ldc, m0, round_bf16(_mm512_load_ps(t + r * NR)));
+        if (r >= h) break;
+        __m512 s0 = last > 0 ? _mm512_load_ps(t + r * NR) : b0;
+        __m512 s1 = last > 0 ? _mm512_load_ps(t + r * NR + 16) : b1;
+        _mm512_mask_cvtepi32_storeu_epi16(c + r * ldc, m0,
+                                          round_bf16(_mm512_add_ps(s0, acc[r][0])));
         _mm512_mask_cvtepi32_storeu_epi16(c + r * ldc + 16, m1,
-                                          round_bf16(_mm512_load_ps(t + r * NR + 16)));
+                                          round_bf16(_mm512_add_ps(s1, acc[r][1])));
     }
 }
 

@@ -24,7 +24,8 @@ _BF16 = np.dtype(ml_dtypes.bfloat16)
 
 
 def _library():
-    """bf16gemm.c's (float32-output, bfloat16-output) gemms where it was built from this source, for a CPU with AVX512-BF16."""
+    """bf16gemm.c's (float32-output, bfloat16-output) gemms where it was built from this
+    source, for a CPU with AVX512-BF16."""
     import hashlib
     from importlib.util import find_spec
 
