@@ -71,9 +71,26 @@ class Device(str):
 
 
 class CpuDevice(Device):
-    """The host: NumPy arrays, MKL and the compiled kernels of `backend/`."""
+    """The host: NumPy arrays, MKL and the compiled kernels of `backend/`. Also `torch.cpu`'s
+    functions (and `sf.cpu.amp`, which the amp package adds)."""
 
     __slots__ = ()
+
+    @staticmethod
+    def is_available() -> bool:
+        return True
+
+    @staticmethod
+    def device_count() -> int:
+        return 1
+
+    @staticmethod
+    def current_device() -> str:
+        return "cpu"
+
+    @staticmethod
+    def synchronize(device=None) -> None:
+        """Nothing to wait for: a cpu op has finished when it returns."""
 
 
 class MetaDevice(Device):

@@ -34,8 +34,10 @@ SPECIALS = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 10.0, -10.0, 10.001, -1
 
 @pytest.mark.parametrize("name", ["phi", "gelu_grad"])
 @pytest.mark.parametrize("times", [False, True])
-def test_table_kernel_is_bit_for_bit_numpy(name, times, rng):
-    x = np.concatenate([SPECIALS, (rng.standard_normal(70001) * 4).astype(np.float32)])
+@pytest.mark.parametrize("lead", [0, 5])  # specials in each lane of the 16-wide loop
+def test_table_kernel_is_bit_for_bit_numpy(name, times, lead, rng):
+    x = np.concatenate([np.ones(lead, np.float32), SPECIALS, SPECIALS[::-1],
+                        (rng.standard_normal(70001) * 4).astype(np.float32)])
     t = rng.standard_normal(x.shape).astype(np.float32) if times else None
     fused, ref = both_paths(lambda: gelu_kernels.blockwise(x, name, times=t))
     np.testing.assert_array_equal(fused, ref)  # NaN where NumPy has NaN, every bit elsewhere
@@ -99,10 +101,10 @@ def test_kernels_decline_what_they_do_not_cover(rng):
     assert kernels.layer_norm(x64, None, None, 1e-5, False) is None
     assert kernels.layer_norm(strided, None, None, 1e-5, False) is None
     assert kernels.layer_norm(np.ones((3, 0), np.float32), None, None, 1e-5, False) is None
-    values, slopes = gelu_kernels._table("phi")
-    assert kernels.interp_times(strided, None, values, slopes, 1024.0, 10241.0) is None
-    assert kernels.interp_times(strided.copy(), np.ones(3, np.float32), values, slopes,
-                                1024.0, 10241.0) is None
+    pairs = gelu_kernels._pairs("phi")
+    assert kernels.interp_times(strided, None, pairs, 1024.0, 10241.0) is None
+    assert kernels.interp_times(strided.copy(), np.ones(3, np.float32), pairs, 1024.0,
+                                10241.0) is None
 
 
 def test_off_means_off(numpy_path):

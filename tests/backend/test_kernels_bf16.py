@@ -99,11 +99,11 @@ def _bf16(rng, shape, scale=3.0):
 def test_gelu_table_in_bf16_is_the_float32_kernel_rounded(simd, times, rng):
     x = _bf16(rng, 5000)
     t = _bf16(rng, 5000) if times else None
-    table = gelu_kernels._table("phi")
+    table = gelu_kernels._pairs("phi")
     args = (float(gelu_kernels.STEPS), float(gelu_kernels._OFFSET))
-    got = kernels.interp_times_bf16(x, t, *table, *args)
+    got = kernels.interp_times_bf16(x, t, table, *args)
     ref = kernels.interp_times(x.astype(np.float32), None if t is None else
-                               t.astype(np.float32), *table, *args).astype(BF16)
+                               t.astype(np.float32), table, *args).astype(BF16)
     np.testing.assert_array_equal(_bits(got), _bits(ref))
 
 
@@ -181,3 +181,27 @@ def test_layer_norm_module_in_bf16_matches_torch(rng):
     want = ref(torch.from_numpy(x.astype(np.float32)).bfloat16()).float().detach().numpy()
     assert np.abs(got - want).max() <= 2**-7 * np.abs(want).max()
     assert (got != want).mean() < 0.01
+
+
+@pytest.mark.parametrize("rows, n", [(1, 1), (7, 33), (1024, 300)])
+def test_col_sums_bf16_accumulates_in_float32(rows, n):
+    rng = np.random.default_rng(rows)
+    x = rng.standard_normal((rows, n)).astype(ml_dtypes.bfloat16)
+    got = kernels.col_sums_bf16(x)
+    want = x.astype(np.float64).sum(0)
+    bound = rows * 2.0 ** -24 * np.abs(x.astype(np.float64)).sum(0)  # float32 adds in order
+    assert got.dtype == np.float32 and (np.abs(got - want) <= bound).all()
+    if n > 1:  # strided: the caller's NumPy path
+        assert kernels.col_sums_bf16(x[:, ::2]) is None
+
+
+def test_bf16_linear_bias_grad_matches_torch():
+    rng = np.random.default_rng(1)
+    x, g = (rng.standard_normal((2, 300, 64)).astype(np.float32) for _ in range(2))
+    w, b = rng.standard_normal((64, 64)).astype(np.float32), np.zeros(64, np.float32)
+    args = [sf.tensor(a).to(sf.bfloat16).requires_grad_() for a in (x, w, b)]
+    F.linear(*args).backward(sf.tensor(g).to(sf.bfloat16))
+    targs = [torch.tensor(a).bfloat16().requires_grad_() for a in (x, w, b)]
+    torch.nn.functional.linear(*targs).backward(torch.tensor(g).bfloat16())
+    got, want = args[2].grad.float().numpy(), targs[2].grad.float().numpy()
+    assert (np.abs(got - want) <= np.abs(want) * 2.0 ** -8 + 1e-6).all()  # one rounding apart

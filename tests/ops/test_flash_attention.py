@@ -99,7 +99,7 @@ def test_numpy_path_equals_the_compiled_one(L, causal, mask):
         np.testing.assert_allclose(a, b, atol=2e-6, rtol=2e-5)
 
 
-@pytest.mark.parametrize("L,causal", [(64, True), (200, False)])
+@pytest.mark.parametrize("L,causal", [(64, True), (200, False), (600, True)])
 def test_bfloat16_equals_pytorchs_within_bf16_rounding(L, causal):
     """bf16 q, k, v: computed in float32 blocks, rounded once; PyTorch's bf16 SDPA."""
     q, k, v, _, g = _inputs(L, L, None, 2, np.float32, seed=2)
@@ -150,10 +150,11 @@ def test_dropout_masks_are_redrawn_in_backward_not_saved():
     # the same masks, drawn from the same seed, give the math kernel's result: rebuild them
     op = out.grad_fn
     keep = np.zeros((2, 2, 200, 200))
-    for i0 in range(0, 200, 128):
-        for j0 in range(0, 200, 128):
-            blk = keep[..., i0:i0 + 128, j0:j0 + 128]
-            blk[...] = op._keep(i0, j0, blk.shape)
+    for b, g0 in fa._groups(q.shape, 200, 8, np.dtype(np.float64), False, 0.3):
+        for i0 in range(0, 200, 128):
+            for j0 in range(0, 200, 128):
+                blk = keep[b][..., i0:i0 + 128, j0:j0 + 128]
+                blk[...] = op._keep(g0, i0, j0, blk.shape)
     scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(8)
     p = np.exp(scores - scores.max(-1, keepdims=True))
     p /= p.sum(-1, keepdims=True)

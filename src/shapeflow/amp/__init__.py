@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from ..device import CpuDevice
+from . import cpu as _cpu
 from .autocast_mode import autocast, is_autocast_available
+
+CpuDevice.amp = _cpu  # sf.cpu.amp, as torch.cpu.amp
 
 __all__ = ["GradScaler", "autocast", "is_autocast_available"]
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import numpy as np
+
+from ..backend import kernels
 from ..errors import GraphError, ShapeError
 from ..shape import dims_equal, format_shape, shapes_equal
 from ..tensor import PostAccumulateHook, Tensor, describe
@@ -276,7 +279,12 @@ def _add_slice(grads: dict, owned: set, key: int, node, g: Tensor) -> None:
         owned.add(id(buf))
         grads[key] = buf
     if buf.data is not None:
-        buf.data[node.key + (Ellipsis,)] += g.data
+        region = buf.data[node.key + (Ellipsis,)]
+        # bfloat16 in place: ml_dtypes' += goes element by element; the same float32 sums,
+        # rounded once, in compiled blocks (where the key gave a view of g's shape)
+        if not (region.dtype == kernels.BF16 and np.may_share_memory(region, buf.data)
+                and kernels.bf16_binary(np.add, region, g.data, region)):
+            buf.data[node.key + (Ellipsis,)] += g.data
 
 
 def _accumulate_leaf(leaf: Tensor, g: Tensor, create_graph: bool) -> None:

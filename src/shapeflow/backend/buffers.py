@@ -1,7 +1,7 @@
 """A cache of large NumPy data buffers, so fresh large temporaries stop costing page faults.
 
 glibc returns large freed blocks to the OS, so every new large array (an op's output in a
-training step, 256 KiB to tens of MiB) faults its pages in again: about 8% of a GPT step.
+training step, 128 KiB to tens of MiB) faults its pages in again: about 8% of a GPT step.
 `enable()` installs a NumPy memory handler (the C extension `_alloc`) that keeps freed
 blocks of at least `min_cached` bytes and hands them to the next array of the same size
 class (sizes rounded up to 4 KiB). The cost: up to `max_bytes` of freed memory stays held.
@@ -20,7 +20,7 @@ except ImportError:  # the optional extension did not build
     _alloc = None
 
 DEFAULT_MAX_BYTES = 512 * 2**20
-DEFAULT_MIN_CACHED = 256 * 2**10
+DEFAULT_MIN_CACHED = 128 * 2**10  # glibc maps blocks from 128 KiB up fresh (M_MMAP_THRESHOLD)
 _KEYS = ("hits", "misses", "cached_bytes", "cached_blocks", "evictions", "dropped",
          "peak_cached_bytes", "max_bytes", "min_cached")
 

@@ -189,7 +189,7 @@ def half_matmul(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None = None) ->
     if b.dtype != dtype or (bias is not None and bias.dtype != dtype):
         raise TypeError(f"half_matmul: operands must share one 16-bit dtype, got {a.dtype}, "
                         f"{b.dtype}" + ("" if bias is None else f" and {bias.dtype}"))
-    if dtype == _BF16:
+    if dtype == _BF16 and a.ndim >= 2 and b.ndim >= 2:
         out = _bf16_direct(a, b, bias)
         if out is not None:
             return out
@@ -197,40 +197,29 @@ def half_matmul(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None = None) ->
 
 
 def _bf16_direct(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None) -> np.ndarray | None:
-    """a @ b (+ bias) for bfloat16 operands written by bf16gemm.c straight into the
-    bfloat16 result (no float32 [m, n] scratch, which the memory planner cannot see), or
-    None where _half_f32's path applies: no kernel, small products, few rows with MKL,
-    1-D operands, a bias that is not one row. Bit for bit _half_f32 rounded once."""
+    """a @ b (+ bias) rounded straight into bfloat16 by bf16gemm.c, no float32 result in
+    between; None where that kernel is off, or where MKL or NumPy take the product."""
     if not _state["loaded"]:
         _load()
-    if not bf16gemm.available() or a.ndim < 2 or b.ndim < 2 or (bias is not None and (
-            bias.size != b.shape[-1] or bias.ndim > max(a.ndim, b.ndim))):
+    k, n = b.shape[-2], b.shape[-1]
+    rows = a.size // max(a.shape[-1], 1) if b.ndim == 2 else a.shape[-2]
+    if not bf16gemm.available() or rows * k * n < MIN_MACS or a.shape[-1] != k or (
+            rows < BF16GEMM_MIN_ROWS and _HALF_GEMM[_BF16] is not None):
         return None
-    k, n = a.shape[-1], b.shape[-1]
-    m = a.size // max(k, 1) if b.ndim == 2 else a.shape[-2]  # b 2-D: a's rows folded
-    if m * k * n < MIN_MACS or (m < BF16GEMM_MIN_ROWS and _HALF_GEMM[_BF16] is not None):
-        return None
-    if b.shape[-2] != k:
-        raise ValueError(f"matmul: contraction mismatch {a.shape} @ {b.shape}")
-    bias32 = None if bias is None else kernels.widen(bias.reshape(n))
-    if b.ndim == 2:  # [..., m, k] @ [k, n]: one gemm over all rows of a
+    bias32 = None if bias is None else np.ascontiguousarray(kernels.widen(bias))
+    if b.ndim == 2:  # [..., m, k] @ [k, n]: one product over all rows of a
         out = np.empty(a.shape[:-1] + (n,), _BF16)
-        bf16gemm.gemm_bf16(_cblas_strides(a.reshape(-1, k)), _cblas_strides(b), bias32,
-                           out.reshape(-1, n))
+        if bf16gemm.matmul_bf16(a.reshape(-1, k), b, bias32, out.reshape(-1, n)) is None:
+            return None
         return out
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     a = np.broadcast_to(a, batch + a.shape[-2:])
     b = np.broadcast_to(b, batch + b.shape[-2:])
-    out = np.empty(batch + (m, n), _BF16)
+    out = np.empty(batch + (a.shape[-2], n), _BF16)
     for i in np.ndindex(*batch):
-        bf16gemm.gemm_bf16(_cblas_strides(a[i]), _cblas_strides(b[i]), bias32, out[i])
+        if bf16gemm.matmul_bf16(a[i], b[i], bias32, out[i]) is None:
+            return None
     return out
-
-
-def _cblas_strides(x: np.ndarray) -> np.ndarray:
-    """x, or a contiguous bfloat16 copy where neither its rows nor its columns are
-    contiguous (the kernel packs those element by element, slowly)."""
-    return x if _operand(x) is not None else np.ascontiguousarray(x)
 
 
 def _half_f32(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None) -> np.ndarray:

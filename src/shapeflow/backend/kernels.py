@@ -17,10 +17,10 @@ from importlib.util import find_spec
 import ml_dtypes
 import numpy as np
 
-_F32 = np.dtype(np.float32)
+F32 = _F32 = np.dtype(np.float32)
 _P, _N, _F, _I = ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_float, ctypes.c_int
 _SIGNATURES = {
-    "interp_times_f32": [_P] * 5 + [_N, _F, _F],
+    "interp_times_f32": [_P] * 4 + [_N, _F, _F],
     "layer_norm_f32": [_P] * 6 + [_N, _N, _F, _I],
     "layer_norm_backward_f32": [_P] * 7 + [_N, _N],
     "adam_f32": [_P] * 5 + [_N] + [_F] * 6,
@@ -33,9 +33,10 @@ _SIGNATURES = {
     "bf16_simd": [_I],
     "f32_to_bf16": [_P, _P, _N],
     "bf16_to_f32": [_P, _P, _N],
-    "interp_times_bf16": [_P] * 5 + [_N, _F, _F],
+    "interp_times_bf16": [_P] * 4 + [_N, _F, _F],
     "softmax_rows_bf16": [_P, _P, _N, _N, _I],
     "layer_norm_bf16": [_P] * 6 + [_N, _N, _F, _I],
+    "col_sums_bf16": [_P, _P, _N, _N],
     "lstm_cell_f32": [_P, _P, _N, _P, _N, _P, _N, _N, _N],
     "lstm_cell_backward_f32": [_P, _P, _N, _P, _N, _P, _N, _P, _P, _N, _P, _P, _P, _N, _N],
     "gru_cell_f32": [_P, _N, _P, _P, _N, _P, _P, _N, _N, _N],
@@ -145,16 +146,17 @@ def _ok(*arrays) -> bool:
     return all(a.dtype == _F32 and a.flags.c_contiguous for a in arrays)
 
 
-def interp_times(x: np.ndarray, times: np.ndarray | None, values: np.ndarray, slopes: np.ndarray,
-                 steps: float, offset: float) -> np.ndarray | None:
-    """(values[k] + slopes[k] * frac) * times at every element (gelu_kernels' tables)."""
+def interp_times(x: np.ndarray, times: np.ndarray | None, pairs: np.ndarray, steps: float,
+                 offset: float) -> np.ndarray | None:
+    """(values[k] + slopes[k] * frac) * times at every element; pairs holds gelu_kernels'
+    tables interleaved, (values[k], slopes[k]) for each k."""
     lib = _lib()
-    if lib is None or not _ok(x, values, slopes) or (times is not None and (
+    if lib is None or not _ok(x, pairs) or (times is not None and (
             times.shape != x.shape or not _ok(times))):
         return None
     out = np.empty(x.shape, _F32)
     lib.interp_times_f32(address(x), None if times is None else address(times),
-                         address(values), address(slopes), address(out), x.size, steps, offset)
+                         address(pairs), address(out), x.size, steps, offset)
     return out
 
 
@@ -312,6 +314,36 @@ def bf16_to_f32(x: np.ndarray) -> np.ndarray | None:
     return out
 
 
+def col_sums_bf16(x: np.ndarray) -> np.ndarray | None:
+    """The column sums of a 2-D bfloat16 array in float32 (accumulated in row order)."""
+    lib = _lib()
+    if lib is None or x.ndim != 2 or not _ok16(x):
+        return None
+    out = np.empty(x.shape[1], _F32)
+    lib.col_sums_bf16(address(x), address(out), x.shape[0], x.shape[1])
+    return out
+
+
+_BINARY_BLOCK = 1 << 15  # elements per float32 block of bf16_binary: scratch stays in L2
+
+
+def bf16_binary(fn, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> bool:
+    """out[...] = fn(a, b) for bfloat16 a, b and out of one shape, computed in float32 and
+    rounded once (ml_dtypes' bits), block by block: no whole float32 copy is made. out may
+    be a view of a or b. False (nothing written) where the shapes or dtypes differ."""
+    if not a.shape == b.shape == out.shape or out.ndim == 0 or not (
+            a.dtype == b.dtype == out.dtype == _BF16):
+        return False
+    if a.flags.c_contiguous and b.flags.c_contiguous and out.flags.c_contiguous:
+        a, b, out = a.reshape(-1), b.reshape(-1), out.reshape(-1)
+    step = max(1, _BINARY_BLOCK // max(out.size // max(out.shape[0], 1), 1))
+    for i in range(0, out.shape[0], step):
+        wa = widen(np.ascontiguousarray(a[i:i + step]))
+        wb = widen(np.ascontiguousarray(b[i:i + step]))
+        out[i:i + step] = narrow(np.asarray(fn(wa, wb, out=wa)), _BF16)
+    return True
+
+
 def narrow(x32: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """float32 -> bfloat16 or float16 (or any dtype), rounded to nearest even: the compiled
     kernel for bfloat16 where it is built, else NumPy's cast."""
@@ -331,17 +363,16 @@ def widen(x: np.ndarray) -> np.ndarray:
     return x.astype(_F32)
 
 
-def interp_times_bf16(x: np.ndarray, times: np.ndarray | None, values: np.ndarray,
-                      slopes: np.ndarray, steps: float, offset: float) -> np.ndarray | None:
+def interp_times_bf16(x: np.ndarray, times: np.ndarray | None, pairs: np.ndarray,
+                      steps: float, offset: float) -> np.ndarray | None:
     """interp_times for bfloat16 x (and times): the float32 kernel's values, rounded."""
     lib = _lib()
-    if lib is None or not _ok16(x) or not _ok(values, slopes) or (times is not None and (
+    if lib is None or not _ok16(x) or not _ok(pairs) or (times is not None and (
             times.shape != x.shape or not _ok16(times))):
         return None
     out = np.empty(x.shape, _BF16)
     lib.interp_times_bf16(address(x), None if times is None else address(times),
-                          address(values), address(slopes), address(out), x.size, steps,
-                          offset)
+                          address(pairs), address(out), x.size, steps, offset)
     return out
 
 

@@ -46,6 +46,15 @@ def _table(name: str) -> tuple[np.ndarray, np.ndarray]:
     return t
 
 
+def _pairs(name: str) -> np.ndarray:
+    """`name`'s (values, slopes) interleaved, the layout the compiled kernel reads."""
+    key = name + " pairs"
+    p = _tables.get(key)
+    if p is None:
+        p = _tables[key] = np.stack(_table(name), axis=1).reshape(-1)
+    return p
+
+
 def _interp_block(x, out, v, f, idx, table) -> None:
     """table(x) into out, for float32 blocks; v, f float32 and idx intp scratch."""
     values, slopes = table
@@ -69,12 +78,12 @@ def blockwise(x: np.ndarray, name: str, times: np.ndarray | None = None) -> np.n
     Block by block, the temporaries cost a few blocks, not a few copies of x (what NumPy's
     whole-array expressions allocate; see the memory report's peak).
     """
-    table = _table(name)
-    out = kernels.interp_times(x, times, *table, float(STEPS), float(_OFFSET))
+    pairs = _pairs(name)
+    out = kernels.interp_times(x, times, pairs, float(STEPS), float(_OFFSET))
     if out is not None:  # float32: the same steps in one compiled pass, bit for bit
         return out
     if x.dtype == kernels.BF16:  # the same float32 steps on the widened values, rounded once
-        out = kernels.interp_times_bf16(x, times, *table, float(STEPS), float(_OFFSET))
+        out = kernels.interp_times_bf16(x, times, pairs, float(STEPS), float(_OFFSET))
         if out is not None:
             return out
     flat = x.reshape(-1)
@@ -93,7 +102,7 @@ def blockwise(x: np.ndarray, name: str, times: np.ndarray | None = None) -> np.n
             np.copyto(conv, xb, casting="unsafe")
             xb = conv
         out = res[a:b] if res.dtype == np.float32 else np.empty(k, np.float32)
-        _interp_block(xb, out, buf[0, :k], buf[1, :k], idx[:k], table)
+        _interp_block(xb, out, buf[0, :k], buf[1, :k], idx[:k], _table(name))
         if factor is not None:
             out *= factor[a:b]
         if res.dtype != np.float32:

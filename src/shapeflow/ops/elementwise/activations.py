@@ -138,6 +138,11 @@ def normal_cdf(x: np.ndarray) -> np.ndarray:
     return gelu_kernels.blockwise(x, "phi")
 
 
+def _is_half(x: np.ndarray) -> bool:
+    """bfloat16 or float16 data: the GELU tables compute these in float32 blocks."""
+    return x.dtype.itemsize == 2 and (x.dtype.kind == "f" or x.dtype.name == "bfloat16")
+
+
 class Gelu(_FloatOnly):
     name = "gelu"
 
@@ -163,16 +168,23 @@ class Gelu(_FloatOnly):
             return x * normal_cdf(x)
         return gelu_kernels.blockwise(x, "phi", times=x)
 
+    def forward(self, x):
+        if self.approximate == "none" and _is_half(x):  # float32 steps in blocks, one rounding
+            return gelu_kernels.blockwise(x, "phi", times=x)
+        return Unary.forward(self, x)
+
     def backward(self, g):
         (x,) = self.saved_tensors
-        fused = self.approximate == "none" and x.dtype is _dt.float32
+        fused = self.approximate == "none" and (
+            x.dtype is _dt.float32 or (x.dtype.itemsize == 2 and g.dtype is x.dtype))
         if fused and not grad_mode.is_grad_enabled():  # no grad of grad: one blockwise pass
             return (apply(GeluBackward(), g, x),)
         return (g * apply(GeluGrad(self.approximate), x),)
 
 
 class GeluBackward(_GradKernel):
-    """g * d gelu / dx for float32 in one blockwise pass."""
+    """g * d gelu / dx in one blockwise pass: float32, or 16-bit computed in float32 blocks
+    and rounded once (no whole-array float32 copies)."""
 
     name = "gelu_backward"
 
@@ -201,6 +213,11 @@ class GeluGrad(Unary):
             pdf = np.exp(-0.5 * x * x) * _INV_SQRT_2PI
             return normal_cdf(x) + x * pdf
         return gelu_kernels.blockwise(x, "gelu_grad")
+
+    def forward(self, x):
+        if self.approximate == "none" and _is_half(x):
+            return gelu_kernels.blockwise(x, "gelu_grad")
+        return Unary.forward(self, x)
 
     def backward(self, g):
         (x,) = self.saved_tensors

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import dtypes as _dt
+from ...backend import kernels
 from ...dtypes import promote_types, result_type
 from ...errors import (
     DTypeError,
@@ -33,6 +34,7 @@ from .scalar import (
 from .unary import log
 
 _BOOL = _dt.bool_
+_BF16 = _dt.bfloat16
 
 
 def _bool_subtraction() -> DTypeRuntimeError:
@@ -61,14 +63,27 @@ class Binary(Op):
         self.cast = not (a.dtype is dt and b.dtype is dt)
         return shape, dt
 
+    rounds_once = False  # bfloat16 values: computed in float32 and rounded, as ml_dtypes does
+
     def forward(self, a, b):
         if self.cast:
             npd = self.compute.np
             if a.dtype != npd:
-                a = a.astype(npd)
+                a = _converted(a, npd)
             if b.dtype != npd:
-                b = b.astype(npd)
+                b = _converted(b, npd)
+        if self.compute is _BF16 and self.rounds_once and a.shape == b.shape:
+            out = np.empty(a.shape, a.dtype)  # float32 blocks: the same bits, 3x faster
+            if kernels.bf16_binary(self.fn, a, b, out):
+                return out
         return self.fn(a, b)
+
+
+def _converted(x: np.ndarray, npd) -> np.ndarray:
+    """x as npd; bfloat16 to float32 in a compiled pass (mixed precision's residual adds)."""
+    if npd == kernels.F32 and x.dtype == kernels.BF16 and x.ndim:
+        return kernels.widen(x)
+    return x.astype(npd)
 
 
 def _int_pow(op: Pow, a, b):
@@ -104,6 +119,7 @@ def _int_zero_check(op: str, b) -> None:
 
 class Add(Binary):
     name = "add"
+    rounds_once = True
     fn = staticmethod(np.add)
 
     def backward(self, g):
@@ -112,6 +128,7 @@ class Add(Binary):
 
 class Sub(Binary):
     name = "sub"
+    rounds_once = True
     fn = staticmethod(np.subtract)
 
     def infer(self, a, b):
@@ -125,6 +142,7 @@ class Sub(Binary):
 
 class Mul(Binary):
     name = "mul"
+    rounds_once = True
     fn = staticmethod(np.multiply)
 
     def saved(self, a, b, out):
@@ -145,6 +163,7 @@ _KEEP_X1_X0, _KEEP_X1, _KEEP_X0 = (X1, X0), (X1,), (X0,)
 
 class Div(Binary):
     name = "div"
+    rounds_once = True
     fn = staticmethod(np.true_divide)
 
     def infer(self, a, b):

@@ -29,11 +29,13 @@ class Dropout(Op):
         return (Saved.new("mask", x.shape, _dt.bool_, DROPOUT_MASK),)
 
     def forward(self, x):
-        r = np.asarray(get_rng(self.generator).random(x.shape, dtype=np.float32))
-        mask = r >= self.p
+        rng = get_rng(self.generator)
         if x.dtype == np.float32:
+            r = np.asarray(rng.random(x.shape, dtype=np.float32))
+            mask = r >= self.p
             out = np.multiply(x, np.float32(self.scale), out=r)  # reuse the random buffer
-        else:
+        else:  # no buffer to reuse: draw in blocks, so the float32 draws are never whole
+            mask = keep_mask(rng, x.shape, self.p)
             out = x * x.dtype.type(self.scale)
         out *= mask
         self.mask = mask
@@ -42,6 +44,19 @@ class Dropout(Op):
     def backward(self, g):
         (mask,) = self.saved_tensors
         return (_mask_scale(g, mask, self.scale),)
+
+
+BLOCK = 1 << 16  # float32 draws per block: the same stream as one whole draw
+
+
+def keep_mask(rng, shape: tuple, p: float) -> np.ndarray:
+    """rng.random(shape, float32) >= p, drawn block by block (scratch: one block)."""
+    mask = np.empty(shape, np.bool_)
+    flat = mask.reshape(-1)
+    for a in range(0, flat.size, BLOCK):
+        np.greater_equal(rng.random(min(BLOCK, flat.size - a), dtype=np.float32), p,
+                         out=flat[a:a + BLOCK])
+    return mask
 
 
 class MaskScale(Op):

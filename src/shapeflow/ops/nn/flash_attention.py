@@ -19,6 +19,7 @@ import threading
 import numpy as np
 
 from ... import dtypes as _dt
+from ...backend import kernels
 from ...errors import GraphError
 from ...random import get_rng
 from ...tensor import Tensor
@@ -29,6 +30,7 @@ from .attention import Attention
 
 QBLOCK = 128  # queries per block
 KBLOCK = 512  # keys per panel: up to 512 keys a block's softmax is one pass, no rescaling
+GROUP_BYTES = 1 << 21  # backward's working arrays per batch group: bounded scratch
 TILE = 128  # dropout masks are drawn per 128 x 128 tile, seeded by its corner
 
 
@@ -51,16 +53,26 @@ class FlashAttention(Attention):
 
     def forward(self, q, k, v, mask=None):
         work = np.dtype(_compute_np(_dt.from_numpy_dtype(q.dtype)))
-        dtype = q.dtype
         q, k, v, mask = _broadcast(q, k, v, mask)
-        L, S = q.shape[-2], k.shape[-2]
-        k_t = _transposed(k, work)
-        out = heads_last(q.shape[:-1] + (v.shape[-1],), work)
+        # 16-bit: each block is computed in float32 and rounded into the output, so no
+        # whole float32 output exists next to it
+        out = heads_last(q.shape[:-1] + (v.shape[-1],), q.dtype)
         lse = np.empty(q.shape[:-1], np.float64 if work == np.float64 else np.float32)
         self.seed = int(get_rng(self.generator).integers(2**62)) if self.p > 0 else None
+        for g, g0 in _groups(q.shape, k.shape[-2], v.shape[-1], work, work != q.dtype,
+                             self.p):
+            self._forward_group(q[g], k[g], v[g], None if mask is None else mask[g], out[g],
+                                lse[g], g0, work)
+        self.logsumexp = lse
+        return out
+
+    def _forward_group(self, q, k, v, mask, out, lse, g0: int, work) -> None:
+        """out and lse of one group of the batch, block by block."""
+        L, S = q.shape[-2], k.shape[-2]
+        k_t = _transposed(k, work)
         for i0 in range(0, L, QBLOCK):
             i1 = min(i0 + QBLOCK, L)
-            qb = q[..., i0:i1, :].astype(work, copy=False)
+            qb = _as(q[..., i0:i1, :], work)
             panels = self._panels(i0, i1, S)
             if not panels:  # no keys at all: zeros, as the math path's safe softmax gives
                 out[..., i0:i1, :] = 0
@@ -71,9 +83,8 @@ class FlashAttention(Attention):
                 s, sc, causal = self._scores(qb, k_t, mask, i0, i1, j0, j1, work)
                 lse[..., i0:i1] = blocks.softmax_lse(s, sc, causal)
                 if self.p > 0:
-                    s *= self._keep_panel(i0, i1, j0, j1, s.shape[:-2])
-                np.matmul(s, v[..., j0:j1, :].astype(work, copy=False),
-                          out=out[..., i0:i1, :])
+                    s *= self._keep_panel(g0, i0, i1, j0, j1, s.shape[:-2])
+                _mm(s, _as(v[..., j0:j1, :], work), out[..., i0:i1, :], False)
                 continue
             m = np.empty(qb.shape[:-1], lse.dtype)  # running row max
             denom = np.empty(qb.shape[:-1], lse.dtype)  # running row sum of exp
@@ -82,18 +93,20 @@ class FlashAttention(Attention):
                 s, sc, causal = self._scores(qb, k_t, mask, i0, i1, j0, j1, work)
                 fade = blocks.online(s, m, denom, sc, causal, acc is None)
                 if self.p > 0:
-                    s *= self._keep_panel(i0, i1, j0, j1, s.shape[:-2])
-                pv = s @ v[..., j0:j1, :].astype(work, copy=False)
+                    s *= self._keep_panel(g0, i0, i1, j0, j1, s.shape[:-2])
+                pv = s @ _as(v[..., j0:j1, :], work)
                 if acc is None:
                     acc = pv
                 else:
                     acc *= fade[..., None]
                     acc += pv
             empty = denom == 0  # fully masked rows: zeros, as the math path's safe softmax
-            np.divide(acc, np.where(empty, 1, denom)[..., None], out=out[..., i0:i1, :])
-            lse[..., i0:i1] = np.where(empty, -np.inf, m + np.log(np.where(empty, 1, denom)))
-        self.logsumexp = lse
-        return out if work == dtype else out.astype(dtype)  # astype keeps the layout
+            safe = np.where(empty, 1, denom)
+            if out.dtype == work:
+                np.divide(acc, safe[..., None], out=out[..., i0:i1, :])
+            else:
+                _put(out[..., i0:i1, :], np.divide(acc, safe[..., None], out=acc))
+            lse[..., i0:i1] = np.where(empty, -np.inf, m + np.log(safe))
 
     def _panels(self, i0: int, i1: int, S: int) -> list:
         """(j0, j1) of the key panels row block [i0, i1) may see (causal: up to its end)."""
@@ -117,15 +130,18 @@ class FlashAttention(Attention):
             s += mb
         return s, 1.0, None
 
-    def _keep(self, i0: int, j0: int, shape) -> np.ndarray:
-        """The dropout mask of tile (i0, j0), scaled: the same draw in forward and backward."""
-        rng = np.random.default_rng([self.seed, i0, j0])
-        keep = rng.random(shape, dtype=np.float32) >= self.p
-        return keep * np.float32(1.0 / (1.0 - self.p) if self.p < 1 else 0.0)
+    def _keep(self, g0: int, i0: int, j0: int, shape) -> np.ndarray:
+        """The dropout mask of tile (i0, j0) of the batch group from g0, scaled: the same
+        draw in forward and backward."""
+        rng = np.random.default_rng([self.seed, g0, i0, j0])
+        draw = rng.random(shape, dtype=np.float32)
+        scale = np.float32(1.0 / (1.0 - self.p) if self.p < 1 else 0.0)
+        return np.multiply(draw >= self.p, scale, out=draw)  # the draw's buffer, reused
 
-    def _keep_panel(self, i0: int, i1: int, j0: int, j1: int, batch: tuple) -> np.ndarray:
+    def _keep_panel(self, g0: int, i0: int, i1: int, j0: int, j1: int, batch: tuple
+                    ) -> np.ndarray:
         """The dropout mask of queries [i0, i1) x keys [j0, j1), from its 128 x 128 tiles."""
-        tiles = [self._keep(i0, t0, batch + (i1 - i0, min(t0 + TILE, j1) - t0))
+        tiles = [self._keep(g0, i0, t0, batch + (i1 - i0, min(t0 + TILE, j1) - t0))
                  for t0 in range(j0, j1, TILE)]
         return tiles[0] if len(tiles) == 1 else np.concatenate(tiles, axis=-1)
 
@@ -147,54 +163,98 @@ class FlashAttention(Attention):
         mask = saved[3].data if self.mask_kind else None
         out, lse = saved[-2].data, saved[-1].data
         work = np.dtype(_compute_np(qt.dtype))
+        store = np.dtype(qt.dtype.np)  # the gradients' dtype; 16-bit ones run in float32
         q, k, v, mask = _broadcast(qt.data, kt.data, vt.data, mask)
-        do = np.broadcast_to(g.data, out.shape).astype(work, copy=False)
+        do = np.broadcast_to(g.data, out.shape)
+        # one query block writes every gradient once (no zeros to add into); more add up.
+        # dq is finished block by block, and so are dk and dv when written once: 16-bit
+        # gradients are then rounded from float32 blocks, never whole float32 arrays
+        once = q.shape[-2] <= QBLOCK
+        dq = heads_last(q.shape, store)
+        dk, dv = (heads_last(t.shape, store if once else work, zero=not once) for t in (k, v))
+        for b, g0 in _groups(q.shape, k.shape[-2], v.shape[-1], work, work != store, self.p):
+            self._backward_group(q[b], k[b], v[b], None if mask is None else mask[b], do[b],
+                                 out[b], lse[b], (dq[b], dk[b], dv[b]), g0, work)
+        grads = [_grad_as(a, t) if n else None for a, t, n in zip((dq, dk, dv), (qt, kt, vt),
+                                                                   need)]
+        return tuple(grads) + ((None,) if self.mask_kind else ())
+
+
+    def _backward_group(self, q, k, v, mask, do, out, lse, grads, g0: int, work) -> None:
+        """dq, dk and dv (`grads`, written in place) of one group of the batch."""
+        dq, dk, dv = grads
         L, S = q.shape[-2], k.shape[-2]
+        once = L <= QBLOCK
         k_t, v_t = _transposed(k, work), _transposed(v, work)
         scale = self.scale if self.scale is not None else q.shape[-1] ** -0.5
-        # one query block writes every gradient once (no zeros to add into); more add up
-        once = L <= QBLOCK
-        dq, dk, dv = (heads_last(t.shape, work, zero=not once) for t in (q, k, v))
-        # rowsum(dO * O) = rowsum(P * dP): one [..., L] vector instead of P
-        delta = np.einsum("...i,...i->...", do, out.astype(work, copy=False),
-                          dtype=lse.dtype)
         for i0 in range(0, L, QBLOCK):
             i1 = min(i0 + QBLOCK, L)
-            qb = q[..., i0:i1, :].astype(work, copy=False)
-            dob = do[..., i0:i1, :]
+            qb = _as(q[..., i0:i1, :], work)
+            dob = _as(do[..., i0:i1, :], work)
             lse_b = np.ascontiguousarray(lse[..., i0:i1])
-            delta_b = np.ascontiguousarray(delta[..., i0:i1])
+            # rowsum(dO * O) = rowsum(P * dP): one [..., rows] vector instead of P
+            delta_b = np.einsum("...i,...i->...", dob,
+                                _as(out[..., i0:i1, :], work), dtype=lse.dtype)
+            dq_b = dq[..., i0:i1, :] if dq.dtype == work else np.empty(qb.shape, work)
             panels = self._panels(i0, i1, S)
             if not panels:  # no keys: nothing flows back
-                dq[..., i0:i1, :] = 0
+                dq_b[...] = 0
             for n, (j0, j1) in enumerate(panels):
                 s, sc, causal = self._scores(qb, k_t, mask, i0, i1, j0, j1, work)
-                kb = k[..., j0:j1, :].astype(work, copy=False)
+                kb = _as(k[..., j0:j1, :], work)
                 dp = dob @ v_t[..., j0:j1]
-                keep = self._keep_panel(i0, i1, j0, j1, s.shape[:-2]) if self.p else None
+                keep = self._keep_panel(g0, i0, i1, j0, j1, s.shape[:-2]) if self.p else None
                 if keep is not None:
                     dp *= keep
                 blocks.grad(s, dp, lse_b, delta_b, sc, scale, causal)  # s: P, dp: dS
                 if keep is not None:
                     s *= keep
                 _mm(np.swapaxes(s, -1, -2), dob, dv[..., j0:j1, :], add=not once)
-                _mm(dp, kb, dq[..., i0:i1, :], add=n > 0)
+                _mm(dp, kb, dq_b, add=n > 0)
                 _mm(np.swapaxes(dp, -1, -2), qb, dk[..., j0:j1, :], add=not once)
+            if dq.dtype != work:
+                _put(dq[..., i0:i1, :], dq_b)
             if once:  # keys no query saw (causal, S > L): zero gradients
                 seen = panels[-1][1] if panels else 0
                 dk[..., seen:, :] = 0
                 dv[..., seen:, :] = 0
-        grads = [_grad_as(a, t) if n else None for a, t, n in zip((dq, dk, dv), (qt, kt, vt),
-                                                                   need)]
-        return tuple(grads) + ((None,) if self.mask_kind else ())
+
+
+def _groups(shape: tuple, S: int, Ev: int, work, half: bool, p: float) -> list:
+    """(index, first row) of groups along the first batch dim whose blocks' working arrays
+    take at most GROUP_BYTES: the scratch stays bounded (and near L2) at any batch size."""
+    if len(shape) < 3:
+        return [((), 0)]
+    step = max(1, GROUP_BYTES // max(_row_scratch(shape, S, Ev, work, half, p), 1))
+    return [(slice(b, b + step), b) for b in range(0, shape[0], step)]
+
+
+def _row_scratch(shape: tuple, S: int, Ev: int, work, half: bool, p: float) -> int:
+    """Bytes backward works in per row of the first batch dim (shape: q's): k^T and v^T, a
+    block's scores and dS (and dropout's draw and mask), one product; 16-bit inputs add
+    their float32 blocks (q, dO, O, dq, k)."""
+    L, E = shape[-2:]
+    r, c = min(L, QBLOCK), min(S, KBLOCK)
+    heads = int(np.prod(shape[1:-2]))
+    floats = S * (E + Ev) + (4 if p else 2) * r * c + c * max(E, Ev)
+    if half:
+        floats += 2 * r * E + 2 * r * Ev + c * E
+    return heads * floats * np.dtype(work).itemsize
 
 
 def _mm(a: np.ndarray, b: np.ndarray, dst: np.ndarray, add: bool) -> None:
-    """dst = a @ b, or dst += a @ b."""
+    """dst = a @ b, or dst += a @ b; a 16-bit dst gets the float32 product rounded once."""
     if add:
         dst += a @ b
+    elif dst.dtype != a.dtype:
+        _put(dst, a @ b)
     else:
         np.matmul(a, b, out=dst)
+
+
+def _put(dst: np.ndarray, block: np.ndarray) -> None:
+    """Round a float32 block into its place in a 16-bit array (nearest even)."""
+    dst[...] = kernels.narrow(block, dst.dtype)
 
 
 def heads_last(shape: tuple, dtype, zero: bool = False) -> np.ndarray:
@@ -209,7 +269,17 @@ def heads_last(shape: tuple, dtype, zero: bool = False) -> np.ndarray:
 def _transposed(k: np.ndarray, work) -> np.ndarray:
     """k^T [..., E, S] in C order: NumPy's batched matmul with a transposed view as the right
     operand runs ~1.7x slower than with this copy (measured: 64 heads of 64 x 32)."""
-    return np.ascontiguousarray(np.swapaxes(k, -1, -2), work)
+    return _as(np.swapaxes(k, -1, -2), work, contiguous=True)
+
+
+def _as(x: np.ndarray, work, contiguous: bool = False) -> np.ndarray:
+    """x in the work dtype: bfloat16 copied (as 16-bit words) and widened in compiled passes,
+    where NumPy's cast goes through ml_dtypes one element at a time."""
+    if x.dtype == work:
+        return np.ascontiguousarray(x) if contiguous else x
+    if x.dtype == kernels.BF16:
+        return kernels.widen(np.ascontiguousarray(x))
+    return np.ascontiguousarray(x, work)
 
 
 def _broadcast(q, k, v, mask):
@@ -225,7 +295,13 @@ def _broadcast(q, k, v, mask):
 
 def _grad_as(grad: np.ndarray, like):
     """The gradient as a tensor in `like`'s dtype (the engine sums broadcast batch dims)."""
-    data = grad.astype(like.dtype.np, copy=False)
+    dt = np.dtype(like.dtype.np)
+    data = grad
+    if grad.dtype != dt:  # float32 sums of 16-bit gradients: rounded, keeping the layout
+        if grad.ndim >= 3 and np.swapaxes(grad, -3, -2).flags.c_contiguous:
+            data = np.swapaxes(kernels.narrow(np.swapaxes(grad, -3, -2), dt), -3, -2)
+        else:
+            data = kernels.narrow(np.ascontiguousarray(grad), dt)
     return Tensor._make(data, data.shape, like.dtype, like.device)
 
 

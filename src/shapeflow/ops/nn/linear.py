@@ -112,7 +112,8 @@ def _bias_grad(g2: np.ndarray) -> np.ndarray:
     """The column sums of g2 [rows, out]: 16-bit floats summed in float32, rounded once."""
     if g2.dtype.itemsize != 2:
         return col_sums(g2)
-    return kernels.narrow(col_sums(kernels.widen(g2)), g2.dtype)
+    sums = kernels.col_sums_bf16(g2) if g2.dtype == kernels.BF16 else None
+    return kernels.narrow(col_sums(kernels.widen(g2)) if sums is None else sums, g2.dtype)
 
 
 def _linear_error(x, w):
