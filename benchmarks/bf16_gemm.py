@@ -28,6 +28,14 @@ from shapeflow.nn import functional as F  # noqa: E402
 
 N = 1024
 TOKENS, D_IN, D_OUT = 1024, 256, 1024
+# the products of one GPT 4L d256 autocast step (benchmarks/autocast.py), per layer: a's
+# shape and layout ('T': a transposed view, 'N': rows contiguous), then b's
+GPT_SHAPES = [((1024, 1024), "T", (1024, 256), "N"), ((1024, 1024), "N", (1024, 256), "T"),
+              ((256, 1024), "T", (1024, 1024), "N"), ((1024, 1024), "N", (1024, 256), "N"),
+              ((1024, 256), "N", (256, 1024), "T"), ((1024, 256), "N", (256, 1024), "N"),
+              ((768, 1024), "T", (1024, 256), "N"), ((1024, 768), "N", (768, 256), "N"),
+              ((1024, 256), "N", (256, 768), "T"), ((256, 1024), "T", (1024, 256), "N"),
+              ((1024, 256), "N", (256, 256), "T"), ((1024, 256), "N", (256, 256), "N")]
 
 
 def _alternate(fns: dict, rounds: int, number: int) -> dict:
@@ -91,6 +99,30 @@ def linear_rows(rounds: int) -> dict:
     return {**fwd, **step}
 
 
+def _layout(rng, shape, layout):
+    """A bfloat16 array of `shape`: rows contiguous ('N') or a transposed view ('T')."""
+    import ml_dtypes
+
+    x = rng.standard_normal(shape[::-1] if layout == "T" else shape, np.float32)
+    x = x.astype(ml_dtypes.bfloat16)
+    return x.T if layout == "T" else x
+
+
+def gpt_rows(rounds: int) -> dict:
+    """{label: (shapeflow s, torch s, spreads)}: gemm.half_matmul against torch.matmul on
+    the same bfloat16 operands, the same layouts."""
+    rng = np.random.default_rng(0)
+    rows = {}
+    for sa, la, sb, lb in GPT_SHAPES:
+        a, b = _layout(rng, sa, la), _layout(rng, sb, lb)
+        ta, tb = torch.from_numpy(a.view(np.int16)), torch.from_numpy(b.view(np.int16))
+        ta, tb = ta.view(torch.bfloat16), tb.view(torch.bfloat16)
+        res = _alternate({"shapeflow": lambda a=a, b=b: gemm.half_matmul(a, b),
+                          "torch": lambda ta=ta, tb=tb: ta @ tb}, rounds, 3)
+        rows[f"{sa}{la}@{sb}{lb}"] = (res["shapeflow"], res["torch"], 2.0 * sa[0] * sa[1] * sb[1])
+    return rows
+
+
 def report(quick: bool = False) -> dict:
     """Measure, print the rows, return them (for benchmarks/run.py's JSON)."""
     rounds = 5 if quick else 11
@@ -117,8 +149,16 @@ def report(quick: bool = False) -> dict:
         print(f"  bf16 Linear {TOKENS}x{D_IN}->{D_OUT} {part}: shapeflow {s * 1e3:.2f} ms "
               f"({k * flop_lin / s / 1e9:.0f} GFLOP/s), torch {t * 1e3:.2f} ms, ratio "
               f"{s / t:.2f}, spread {s_sp:.0%}/{t_sp:.0%}")
+    gpt = {}
+    print("  bf16 products of the GPT 4L d256 autocast step (a @ b, T: a transposed view):")
+    for label, ((s, s_sp), (t, t_sp), flop) in gpt_rows(rounds).items():
+        gpt[label] = {"shapeflow_gflops": flop / s / 1e9, "torch_gflops": flop / t / 1e9,
+                      "spread": [s_sp, t_sp]}
+        print(f"    {label:32s} shapeflow {flop / s / 1e9:6.1f} GFLOP/s, torch "
+              f"{flop / t / 1e9:6.1f} GFLOP/s, ratio {s / t:.2f}, spread "
+              f"{s_sp:.0%}/{t_sp:.0%}")
     return {"matmul_1024": rates, "bf16_over_fp32": ratio, "linear_gpt": rows,
-            "cpu": cpu.features()}
+            "gpt_products": gpt, "cpu": cpu.features()}
 
 
 if __name__ == "__main__":
