@@ -91,6 +91,7 @@ def test_checkpoint_takes_non_tensor_arguments_and_keyword_tensors():
         np.testing.assert_array_equal(want, t.grad.numpy())
 
 
+@pytest.mark.skipif(not kernels.available(), reason="NumPy's GELU and norms make scratch")
 def test_checkpointed_peak_drops_on_cpu_and_in_the_plan():
     sf.manual_seed(0)
     idx = sf.randint(0, V, (B, T))
