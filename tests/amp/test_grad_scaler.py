@@ -13,30 +13,16 @@ PATTERN = [1.0, float("inf"), 1.0, 1.0, 1.0, float("nan"), 1.0, 1.0, 1.0, 1.0, 1
            float("inf"), float("inf"), 1.0, 1.0, 1.0]
 
 
-def _run_sf(pattern, **kw):
-    w = sf.nn.Parameter(sf.ones(3))
-    opt = sf.optim.SGD([w], lr=0.1)
-    scaler = sf.amp.GradScaler("cpu", **kw)
+def _run(fw, pattern, **kw):
+    """A GradScaler'd SGD loop over `pattern` in framework `fw` (shapeflow or torch: the same
+    names): the scale and the weights after each step, and the scaler."""
+    w = fw.nn.Parameter(fw.ones(3))
+    opt = fw.optim.SGD([w], lr=0.1)
+    scaler = fw.amp.GradScaler("cpu", **kw)
     scales, weights = [], []
     for factor in pattern:
         opt.zero_grad()
-        loss = (w * sf.tensor([1.0, 2.0, 3.0])).sum()
-        scaler.scale(loss * factor).backward()
-        scaler.step(opt)
-        scaler.update()
-        scales.append(scaler.get_scale())
-        weights.append(w.detach().numpy().copy())
-    return scales, weights, scaler
-
-
-def _run_torch(pattern, **kw):
-    w = torch.nn.Parameter(torch.ones(3))
-    opt = torch.optim.SGD([w], lr=0.1)
-    scaler = torch.amp.GradScaler("cpu", **kw)
-    scales, weights = [], []
-    for factor in pattern:
-        opt.zero_grad()
-        loss = (w * torch.tensor([1.0, 2.0, 3.0])).sum()
+        loss = (w * fw.tensor([1.0, 2.0, 3.0])).sum()
         scaler.scale(loss * factor).backward()
         scaler.step(opt)
         scaler.update()
@@ -49,15 +35,15 @@ def _run_torch(pattern, **kw):
                                 {"init_scale": 2.0**20, "growth_factor": 4.0,
                                  "backoff_factor": 0.25, "growth_interval": 2}])
 def test_scale_trajectory_matches_torch(kw):
-    ours, our_w, scaler = _run_sf(PATTERN, **kw)
-    theirs, their_w, tscaler = _run_torch(PATTERN, **kw)
+    ours, our_w, scaler = _run(sf, PATTERN, **kw)
+    theirs, their_w, tscaler = _run(torch, PATTERN, **kw)
     assert ours == theirs
     np.testing.assert_allclose(np.array(our_w), np.array(their_w), rtol=1e-6)
     assert scaler.state_dict() == tscaler.state_dict()
 
 
 def test_a_forced_overflow_skips_the_step_and_halves_the_scale():
-    scales, weights, _ = _run_sf([1.0, float("inf"), 1.0], init_scale=1024.0)
+    scales, weights, _ = _run(sf, [1.0, float("inf"), 1.0], init_scale=1024.0)
     assert scales == [1024.0, 512.0, 512.0]
     assert (weights[1] == weights[0]).all()  # skipped
     assert (weights[2] != weights[1]).all()  # training goes on
@@ -115,7 +101,7 @@ def test_float16_gradients_are_refused_as_in_torch():
 
 
 def test_state_dict_round_trip_and_torch_format():
-    _, _, scaler = _run_sf(PATTERN[:5], init_scale=16.0, growth_interval=3)
+    _, _, scaler = _run(sf, PATTERN[:5], init_scale=16.0, growth_interval=3)
     sd = scaler.state_dict()
     fresh = sf.amp.GradScaler()
     fresh.load_state_dict(sd)

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from shapeflow.backend import gemm
+from tests.backend.test_gemm import _layout
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 _TORCH = {BF16: torch.bfloat16, np.dtype(np.float16): torch.float16}
@@ -33,16 +34,6 @@ def _ulps(x, ref, dtype):
     x, ref = x.astype(np.float64), ref.astype(np.float64)
     eps = float(ml_dtypes.finfo(dtype).eps)
     return np.abs(x - ref) / np.maximum(np.abs(ref) * eps, float(ml_dtypes.finfo(dtype).tiny))
-
-
-def _layout(a, kind):
-    if kind == "C":
-        return np.ascontiguousarray(a)
-    if kind == "F":
-        return np.asfortranarray(a)
-    big = np.zeros((a.shape[0] * 2, a.shape[1] + 3), a.dtype)
-    big[::2, 1:-2] = a
-    return big[::2, 1:-2]
 
 
 @pytest.mark.parametrize("dtype", HALVES)

@@ -1,11 +1,9 @@
 """precision="bf16-mixed": the plan simulates sf.autocast on meta; a cpu step under
 sf.autocast holds exactly the activations it declares, and peaks within 5% of its plan."""
 
-import gc
-import tracemalloc
 
 import pytest
-from test_memory import CASES, held_by_graph
+from test_memory import CASES, held_by_graph, measured_step_peak
 
 import shapeflow as sf
 from shapeflow.backend import gemm
@@ -63,21 +61,7 @@ def test_mixed_peak_within_5_percent_of_tracemalloc(name):
     opt = sf.optim.AdamW(model.parameters())
     rep = report(model, *inputs, loss_fn=loss_fn, target=target, optimizer=opt,
                  precision="bf16-mixed")
-    out, loss = run_step(model, inputs, loss_fn, target)  # warm-up: AdamW makes its state
-    loss.backward()
-    opt.step()
-    opt.zero_grad()
-    del out, loss
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        out, loss = run_step(model, inputs, loss_fn, target)
-        loss.backward()
-        opt.step()
-        measured = tracemalloc.get_traced_memory()[1] - before
-    finally:
-        tracemalloc.stop()
+    measured = measured_step_peak(run_step, model, inputs, loss_fn, target, opt)
     predicted = rep.peak - rep.baseline
     assert abs(predicted - measured) <= 0.05 * measured, (predicted, measured)
     assert rep.optimizer_state == sum(t.nbytes for s in opt.state.values() for k, t in s.items()

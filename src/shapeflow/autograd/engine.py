@@ -278,13 +278,14 @@ def _add_slice(grads: dict, owned: set, key: int, node, g: Tensor) -> None:
         buf = Tensor._make(data, shape, dtype, g.device)
         owned.add(id(buf))
         grads[key] = buf
-    if buf.data is not None:
-        region = buf.data[node.key + (Ellipsis,)]
-        # bfloat16 in place: ml_dtypes' += goes element by element; the same float32 sums,
-        # rounded once, in compiled blocks (where the key gave a view of g's shape)
-        if not (region.dtype == kernels.BF16 and np.may_share_memory(region, buf.data)
-                and kernels.bf16_binary(np.add, region, g.data, region)):
-            buf.data[node.key + (Ellipsis,)] += g.data
+    data = buf.data
+    if data is not None:
+        at = node.key + (Ellipsis,)
+        region = data[at] if data.dtype == kernels.BF16 else None
+        if region is not None and np.may_share_memory(region, data):  # a view: in place
+            kernels.iadd(region, g.data)
+        else:  # float32, or a fancy key's copy: NumPy's get-add-set
+            data[at] += g.data
 
 
 def _accumulate_leaf(leaf: Tensor, g: Tensor, create_graph: bool) -> None:
@@ -301,7 +302,7 @@ def _accumulate_leaf(leaf: Tensor, g: Tensor, create_graph: bool) -> None:
     elif leaf.grad.data is not None or (leaf.grad.device is g.device
                                         and not g.device.computes):
         if leaf.grad.data is not None:  # in place, so a meta step allocates what cpu does
-            leaf.grad.data += g.data
+            kernels.iadd(leaf.grad.data, g.data)
         leaf.grad._version[0] += 1
     else:
         leaf.grad = leaf.grad + g

@@ -15,6 +15,7 @@ import os
 import ml_dtypes
 import numpy as np
 
+from ..errors import ShapeError
 from .kernels import _cpu_flags, address
 
 _P, _N = ctypes.c_void_p, ctypes.c_ssize_t
@@ -81,7 +82,8 @@ def gemm_into(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
     operands of any strides."""
     (m, k), n = a.shape, b.shape[1]
     if b.shape[0] != k or out.shape != (m, n) or out.strides[1] != 4:
-        raise ValueError(f"bf16gemm: shapes {a.shape} @ {b.shape} -> {out.shape}")
+        raise ShapeError(f"bf16gemm: shapes {a.shape} @ {b.shape} -> {out.shape}",
+                         op="bf16gemm")
     if _state["fn"](address(a), a.strides[0] // 2, a.strides[1] // 2, address(b),
                     b.strides[0] // 2, b.strides[1] // 2, address(out), out.strides[0] // 4,
                     m, n, k) != 0:
@@ -99,7 +101,8 @@ def matmul_bf16(a: np.ndarray, b: np.ndarray, bias32: np.ndarray | None = None,
     if b.shape[0] != k or out.shape != (m, n) or out.strides[1] != 2 or (
             bias32 is not None and (bias32.shape != (n,) or bias32.dtype != np.float32
                                     or not bias32.flags.c_contiguous)):
-        raise ValueError(f"bf16gemm: shapes {a.shape} @ {b.shape} -> {out.shape}")
+        raise ShapeError(f"bf16gemm: shapes {a.shape} @ {b.shape} -> {out.shape}",
+                         op="bf16gemm")
     rc = _state["fn16"](address(a), a.strides[0] // 2, a.strides[1] // 2, address(b),
                         b.strides[0] // 2, b.strides[1] // 2,
                         None if bias32 is None else address(bias32), address(out),

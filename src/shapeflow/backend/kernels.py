@@ -344,6 +344,13 @@ def bf16_binary(fn, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> bool:
     return True
 
 
+def iadd(dst: np.ndarray, src: np.ndarray) -> None:
+    """dst += src in place; bfloat16 pairs of one shape in float32 blocks (ml_dtypes' += goes
+    element by element: the same bits, ~3x slower)."""
+    if not (dst.dtype == _BF16 and bf16_binary(np.add, dst, src, dst)):
+        dst += src
+
+
 def narrow(x32: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """float32 -> bfloat16 or float16 (or any dtype), rounded to nearest even: the compiled
     kernel for bfloat16 where it is built, else NumPy's cast."""

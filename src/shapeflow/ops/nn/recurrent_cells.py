@@ -14,7 +14,7 @@ import numpy as np
 from ...backend import gemm, kernels
 from ...backend.gemm_packed import Packed
 from ..blas_sum import col_sums
-from .recurrent_steps import Steps
+from .recurrent_steps import Steps, gru_input_and_weight_grads
 
 _F4 = 4  # bytes per float32
 
@@ -164,10 +164,4 @@ def gru_backward(ds, x2, h0, w_ih, w_hh, states, gates, steps: Steps, need, scra
         cells.gru_backward(gp + a * 4 * h * _F4, hpp + a * h * _F4, dsp + a * ldd * _F4, ldd,
                            dhp, xp + a * 3 * h * _F4, ghp + a * 3 * h * _F4, bs, h)
         gemm.matmul_acc(dgh[a:a + bs], w_hh, dh_c[:bs])
-    need_x, need_wih, need_whh, need_b = need
-    dx = gemm.matmul(dxw, w_ih) if need_x else None
-    dw_ih = gemm.matmul(dxw.T, x2) if need_wih else None
-    dw_hh = gemm.matmul(dgh.T, hp) if need_whh else None
-    db_ih = col_sums(dxw) if need_b else None
-    db_hh = col_sums(dgh) if need_b else None
-    return dx, dh_c, dw_ih, dw_hh, db_ih, db_hh
+    return gru_input_and_weight_grads(dxw, dgh, x2, hp, w_ih, dh_c, need)

@@ -224,6 +224,12 @@ def gru_backward(ds, x2, h0, w_ih, w_hh, states, gates, steps: Steps, need, scra
         dh *= z
         dh += gemm.matmul(d, w_hh)
         dh_c[:bs] = dh
+    return gru_input_and_weight_grads(dxw, dgh, x2, hp, w_ih, dh_c, need)
+
+
+def gru_input_and_weight_grads(dxw, dgh, x2, hp, w_ih, dh_c, need) -> tuple:
+    """(dx, dh0, dw_ih, dw_hh, db_ih, db_hh) from the gates' gradients of every step (dxw
+    for the input projection, dgh for the hidden one; hp the previous states)."""
     need_x, need_wih, need_whh, need_b = need
     dx = gemm.matmul(dxw, w_ih) if need_x else None
     dw_ih = gemm.matmul(dxw.T, x2) if need_wih else None
