@@ -12,7 +12,9 @@ with tags where JSON alone would lose a type:
 
 Lists are JSON arrays; every dict is tagged, so no JSON object is ever ambiguous.
 Loading checks the whole header first (`header.py`), on every map_location, and never
-unpickles: a malformed file raises CheckpointError and nothing else.
+unpickles: a malformed file raises CheckpointError and nothing else. It opens the file once
+and reads header and tensors from that one descriptor, so a save renamed over the file
+meanwhile is never mixed in: a load returns one whole version.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import math
 import os
 import secrets
 import struct
+import sys
 
 import numpy as np
 
@@ -276,8 +279,16 @@ def load(path, map_location=None, weights_only: bool = True):
         raise fail(path, "it is a folder, not a file") from None
     except OSError as e:
         raise fail(path, e.strerror or str(e)) from None
+    # One open file for the header and every tensor: a save renaming a new file over
+    # `path` meanwhile cannot mix two versions (this one keeps reading the old inode).
     with f:
-        header = read_header(path, f, os.fstat(f.fileno()).st_size)
+        return _load_open(path, f, device)
+
+
+def _load_open(path: str, f, device):
+    """What the open file `f` (named `path`) holds, header and tensors both read from it."""
+    header = read_header(path, f, os.fstat(f.fileno()).st_size)
+    base = f.tell()  # the data section starts right after the header
     doc = (header.get("__metadata__") or {}).get(KEY)
     parsed = None
     if doc is not None:
@@ -300,15 +311,8 @@ def load(path, map_location=None, weights_only: bool = True):
 
         return _decode(path, header, parsed, tensors, device)
 
-    from safetensors import safe_open
-
-    try:
-        handle = safe_open(path, framework="numpy")
-    except Exception as e:  # the library's own checks, beyond ours
-        raise fail(path, f"corrupted safetensors file: {e}") from None
-    with handle:
-        return _decode(path, header, parsed, lambda name: _read(path, header, handle, name),
-                       device)
+    return _decode(path, header, parsed, lambda name: _read(path, header, f, base, name),
+                   device)
 
 
 def _decode(path, header: dict, parsed, tensors, device):
@@ -328,15 +332,25 @@ def _as_tensor(arr, device=cpu):
                         device)
 
 
-def _read(path, header: dict, handle, name: str) -> np.ndarray:
-    """Tensor `name` as a writable NumPy array, checked against the header."""
+def _read(path, header: dict, f, base: int, name: str) -> np.ndarray:
+    """Tensor `name` as a new NumPy array, read from the open file `f` (data at `base`).
+
+    read_header has checked the entry against the file's size, so the bytes exist unless
+    the file shrank since (written in place, not renamed): that is a CheckpointError.
+    """
     info = header[name]
-    try:
-        arr = handle.get_tensor(name)
-    except Exception as e:  # a read the library rejects
-        raise fail(path, f"corrupted safetensors file: tensor {name!r}: {e}") from None
-    want = CODES[info["dtype"]].np
-    if arr.dtype != want or list(arr.shape) != info["shape"]:
-        raise fail(path, f"tensor {name!r} read back as {arr.dtype} {list(arr.shape)}, the "
-                         f"header says {info['dtype']} {info['shape']}")
-    return arr if arr.flags.writeable else arr.copy()
+    begin, end = info["data_offsets"]
+    raw = np.empty(end - begin, np.uint8)
+    view, got = memoryview(raw), 0
+    f.seek(base + begin)
+    while got < len(view):
+        try:
+            n = f.readinto(view[got:])
+        except OSError as e:
+            raise fail(path, f"reading tensor {name!r}: {e.strerror or e}") from None
+        if not n:
+            raise fail(path, f"truncated: tensor {name!r} needs {end - begin} bytes, the file "
+                             f"ended after {got} (was it overwritten in place?)")
+        got += n
+    arr = raw.view(CODES[info["dtype"]].np).reshape(info["shape"])
+    return arr if sys.byteorder == "little" else arr.byteswap()  # safetensors: little-endian
