@@ -120,7 +120,8 @@ def test_state_dict_round_trip_and_torch_format():
 def test_new_scale_and_outputs_in_containers():
     scaler = sf.amp.GradScaler(init_scale=4.0)
     a, b = scaler.scale([sf.ones(1), (sf.ones(1, dtype=sf.float16),)])
-    assert a.item() == 4.0 and b[0].item() == 4.0 and b[0].dtype is sf.float32
+    # as torch.amp.GradScaler: a 0-d float32 scale keeps a [1] float16 output float16
+    assert a.item() == 4.0 and b[0].item() == 4.0 and b[0].dtype is sf.float16
     scaler.update(new_scale=2.0)
     assert scaler.get_scale() == 2.0
     scaler.update(new_scale=sf.tensor([8.0]))

@@ -80,11 +80,15 @@ class GradScaler:
             self._lazy_init()
         from ..factories import full
 
+        scale = float(self._scale[0])
+
         def apply(v):
             if isinstance(v, Tensor):
-                # a one-element float32 tensor, as PyTorch's: float16 outputs give float32
-                return v * full((1,), float(self._scale[0]), dtype=_dt.float32,
-                                device=v.device)
+                # as PyTorch's 0-d float32 scale: a 0-d float16 loss becomes float32, other
+                # outputs keep dtype and shape, the product rounded once (0.5 * 2^16 fits fp16)
+                if v.ndim and v.dtype.itemsize == 2:
+                    return (v.float() * scale).to(v.dtype)
+                return v * full((), scale, dtype=_dt.float32, device=v.device)
             if isinstance(v, (list, tuple)):
                 return type(v)(apply(x) for x in v)
             if isinstance(v, dict):

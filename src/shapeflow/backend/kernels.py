@@ -241,20 +241,21 @@ def softmax_backward(p2: np.ndarray, g2: np.ndarray, scale: float) -> np.ndarray
     return dx
 
 
-_I64 = np.dtype(np.int64)
+_I64, _F64 = np.dtype(np.int64), np.dtype(np.float64)
 
 
 def cross_entropy(x2: np.ndarray, t: np.ndarray, ignore_index: int
                   ) -> tuple[float, int, np.ndarray] | None:
-    """(sum of per-row losses, rows not ignored, lse [rows]) for class-index targets.
+    """(sum of per-row losses, rows not ignored, lse [rows] in float64) for class-index
+    targets; ignored rows are not read (their lse is 0).
 
     None when not float32 [rows, C] with int64 targets, or when a target is out of range
-    or a row holds inf or NaN: the NumPy path raises or handles those."""
+    or a row not ignored holds inf or NaN: the NumPy path raises or handles those."""
     lib = _lib()
     if (lib is None or x2.ndim != 2 or t.shape != x2.shape[:1] or t.dtype != _I64
             or not t.flags.c_contiguous or not _ok(x2) or x2.shape[1] == 0):
         return None
-    lse = np.empty(x2.shape[0], _F32)
+    lse = np.empty(x2.shape[0], _F64)
     loss, count = ctypes.c_double(), ctypes.c_ssize_t()
     bad = lib.cross_entropy_f32(address(x2), address(t), address(lse), x2.shape[0],
                                 x2.shape[1], ignore_index, ctypes.byref(loss),
@@ -264,12 +265,12 @@ def cross_entropy(x2: np.ndarray, t: np.ndarray, ignore_index: int
 
 def cross_entropy_backward(x2: np.ndarray, t: np.ndarray, lse: np.ndarray, ignore_index: int,
                            scale: float) -> np.ndarray | None:
-    """(softmax(x) - onehot(t)) * scale per row, zero rows where t == ignore_index; None
-    where a row's lse is not finite (NumPy's path gives the NaN there)."""
+    """(softmax(x) - onehot(t)) * scale per row from lse (float64), zero rows where
+    t == ignore_index; None where a row's lse is not finite (NumPy's path gives the NaN)."""
     lib = _lib()
     if (lib is None or x2.ndim != 2 or t.shape != x2.shape[:1] or t.dtype != _I64
-            or not t.flags.c_contiguous or not _ok(x2, lse) or lse.size != x2.shape[0]
-            or x2.shape[1] == 0):
+            or not t.flags.c_contiguous or not _ok(x2) or lse.dtype != _F64
+            or not lse.flags.c_contiguous or lse.size != x2.shape[0] or x2.shape[1] == 0):
         return None
     dx = np.empty(x2.shape, _F32)
     bad = lib.cross_entropy_backward_f32(address(x2), address(t), address(lse), address(dx),

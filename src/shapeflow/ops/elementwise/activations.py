@@ -18,12 +18,15 @@ from .unary import Unary, exp
 
 
 def _sigmoid(x):
-    # 0.5 * (1 + tanh(x / 2)) never overflows, unlike 1 / (1 + exp(-x))
-    out = np.asarray(x * 0.5)  # an array even for 0-d input, so the in-place steps work
-    np.tanh(out, out=out)
+    # PyTorch's 1 / (1 + exp(-x)): 0.5 * (1 + tanh(x / 2)) cancels below 0 (float32 gave 0
+    # below x = -17). exp(-x) overflows to inf only where the result is 0 anyway, as PyTorch's
+    # is; the sign-split e / (1 + e) with e = exp(-|x|) takes ~1.7x as long in NumPy.
+    x = np.asarray(x)
+    out = np.negative(x, out=np.empty_like(x))  # an array even for 0-d input
+    with np.errstate(over="ignore"):
+        np.exp(out, out=out)
     out += 1.0
-    out *= 0.5
-    return out
+    return np.divide(1.0, out, out=out)  # NumPy's reciprocal is slower
 
 
 class Sigmoid(Unary):

@@ -12,9 +12,18 @@ from ...shape import dims_equal, format_shape, prod_dims
 from ...tensor import Tensor, describe
 from .. import autocast as _autocast
 from ..base import ACTIVATION_INPUT, Op, Saved, apply
-from ._common import _blocks, _compute_np, _create_graph, _need_float, _recording, _stat_dtype
+from ..blas_sum import row_sums
+from ._common import (
+    _CHUNK,
+    _blocks,
+    _compute_np,
+    _create_graph,
+    _need_float,
+    _recording,
+    _stat_dtype,
+)
 from .loss import _check_reduction
-from .softmax import _lse_rows, log_softmax, softmax
+from .softmax import _exp_rows_unshifted, _finite_max, log_softmax, softmax
 
 
 def _rows(a: np.ndarray) -> np.ndarray:
@@ -125,6 +134,51 @@ def _class_targets(op: str, t2: np.ndarray, C: int, ignore_index: int):
     return valid, tt
 
 
+def _max_logsum(x2: np.ndarray, dot: bool = False, coef: np.ndarray | None = None):
+    """(m, log(sum(exp(x - m))), d) per row of [rows, C], m the row max (0 where not finite).
+
+    Kept apart, lse - x[t] = (m - x[t]) + logsum loses nothing to lse's rounding (at logits
+    of 1e5 float32's spacing, 0.008, would be the loss's error). With `dot`, d is the sum
+    over j of coef[.., j] * (m - x[:, j]) (coef None: ones; [C] or [rows, C]), from the same
+    pass, else None. A +inf logit gives NaN."""
+    rows, n = x2.shape
+    m, logs = np.zeros(rows, x2.dtype), np.full(rows, -np.inf, x2.dtype)
+    d = np.zeros(rows, x2.dtype) if dot else None
+    if n == 0:
+        return m, logs, d
+    buf = np.empty((min(rows, max(1, _CHUNK // n)), n), x2.dtype)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for sl in _blocks(rows, n):
+            xb = x2[sl]
+            b = buf[: len(xb)]
+            # logits <= 64 need no shift (m = 0): lse - x then cancels at most ~1e-5
+            s = _exp_rows_unshifted(xb, b)
+            if s is None:
+                mb = _finite_max(xb, 1)
+                np.subtract(xb, mb, out=b)
+                if dot:  # x - m, before exp overwrites it
+                    d[sl] = -_coef_dot(b, coef, sl)
+                np.exp(b, out=b)
+                s = row_sums(b)
+                m[sl] = mb[:, 0]
+            else:
+                s = s[:, 0]
+                if dot:
+                    d[sl] = -_coef_dot(xb, coef, sl)
+            logs[sl] = np.log(s, out=s)
+    logs[logs == np.inf] = np.nan  # as PyTorch's log_softmax: x - max is NaN at +inf
+    return m, logs, d
+
+
+def _coef_dot(b: np.ndarray, coef: np.ndarray | None, sl: slice) -> np.ndarray:
+    """sum over j of coef[.., j] * b[:, j] per row (coef None: ones; [C]; or [rows, C])."""
+    if coef is None:
+        return row_sums(b)
+    if coef.ndim == 1:
+        return b @ coef
+    return np.einsum("ij,ij->i", b, coef[sl])
+
+
 def _row_weights(w, tt, valid, cdt):
     """Per-row weight w[target] (1 without weights), 0 for ignored rows."""
     if w is not None:
@@ -164,7 +218,8 @@ class CrossEntropy(Op):
         kept = (Saved.input(0, ACTIVATION_INPUT), Saved.input(1))
         if w:
             kept += (Saved.input(2),)
-        return kept + (Saved.new("lse", self.batch, _stat_dtype(x.dtype)),)
+        # float64: backward's exp(x - lse) must not see lse rounded to x's spacing
+        return kept + (Saved.new("lse", self.batch, _dt.float64),)
 
     def _fused(self, x, t, w) -> bool:
         """Whether the compiled kernels cover this call (the common classifier case)."""
@@ -186,27 +241,27 @@ class CrossEntropy(Op):
         if x2.dtype != cdt:
             x2 = x2.astype(cdt)
         R, C = x2.shape
-        lse = _lse_rows(x2)
-        lse[lse == np.inf] = np.nan  # a +inf logit: PyTorch's log_softmax makes the row NaN
         eps = self.eps
-        with np.errstate(divide="ignore", invalid="ignore"):
+        w1 = None if w is None else w.astype(cdt, copy=False)
+        # sum_j c_j (lse - x_j) = logs * sum_j c_j + sum_j c_j (m - x_j): no cancellation
+        if self.prob:
+            wy = _smoothed(_rows(t).astype(cdt, copy=False), eps, C, w, cdt)
+            m, logs, dot = _max_logsum(x2, True, wy)
+        else:
+            m, logs, dot = _max_logsum(x2, bool(eps), w1)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             if self.prob:
-                wy = _smoothed(_rows(t).astype(cdt, copy=False), eps, C, w, cdt)
-                loss = lse * wy.sum(axis=1) - np.einsum("ij,ij->i", wy, x2)
+                loss = logs * wy.sum(axis=1) + dot
                 denom = R
             else:
                 valid, tt = _class_targets(self.name, t.reshape(-1), C, self.ii)
                 wt = _row_weights(w, tt, valid, cdt)
-                loss = (lse - x2[np.arange(R), tt]) * wt
+                loss = ((m - x2[np.arange(R), tt]) + logs) * wt
                 if eps:
-                    if w is not None:
-                        w1 = w.astype(cdt, copy=False)
-                        smooth = lse * w1.sum() - x2 @ w1
-                    else:
-                        smooth = lse * C - x2.sum(axis=1)
-                    if valid is not None:
-                        smooth *= valid
+                    smooth = logs * (C if w1 is None else w1.sum()) + dot
                     loss = loss * (1 - eps) + smooth * (eps / C)
+                if valid is not None:  # left out, whatever they hold (NaN * 0 is NaN)
+                    loss[~valid] = 0
                 denom = wt.sum()
             if self.reduction == "none":
                 out = loss.reshape(self.batch)
@@ -215,7 +270,7 @@ class CrossEntropy(Op):
                 if self.reduction == "mean":
                     out = out / denom
         if self.keep:
-            self.lse = lse.reshape(self.batch)
+            self.lse = (m.astype(np.float64) + logs).reshape(self.batch)
         return np.asarray(out).astype(x.dtype, copy=False)
 
     def backward(self, g):
@@ -232,7 +287,7 @@ class CrossEntropy(Op):
             if self.need[0]:
                 gx = apply(CrossEntropyBackward(self), x, t, lse, g, *extra)
             if self.need[1]:
-                gt = self._target_grad(g, x - lse.unsqueeze(self.cax), w)
+                gt = self._target_grad(g, log_softmax(x, self.cax), w)
         return (gx, gt) + ((None,) if self.has_weight else ())
 
     def _row_grad(self, g: Tensor, x: Tensor) -> Tensor:
@@ -298,10 +353,15 @@ class CrossEntropyBackward(Op):
             dx = kernels.cross_entropy_backward(x, t, lse, f.ii, scale)
             if dx is not None:
                 return dx
-        cdt = lse.dtype
+        cdt = _compute_np(_dt.from_numpy_dtype(x.dtype))
         x2 = _rows(x)
         R, C = x2.shape
-        lse2 = lse.reshape(-1, 1)
+        # lse = hi + lo: exp(x - lse) = exp(x - hi) * exp(-lo), exp(-lo) folded into a
+        lse = lse.reshape(-1)
+        hi = lse.astype(cdt)
+        with np.errstate(invalid="ignore"):
+            fade = np.exp(hi - lse).astype(cdt)
+        lse2 = hi.reshape(-1, 1)
         g = g.astype(cdt, copy=False)
         if f.reduction == "none":
             scale = g.reshape(-1)
@@ -312,7 +372,7 @@ class CrossEntropyBackward(Op):
             if f.reduction == "mean":
                 scale = scale / R
             wy = _smoothed(_rows(t).astype(cdt, copy=False), eps, C, w, cdt)
-            a = wy.sum(axis=1) * scale
+            a = wy.sum(axis=1) * scale * fade
             for sl in _blocks(R, C):
                 db = dx2[sl]
                 np.subtract(x2[sl], lse2[sl], out=db)
@@ -333,14 +393,18 @@ class CrossEntropyBackward(Op):
             else:
                 a = wt * scale
                 smooth = None
-            for sl in _blocks(R, C):
-                db = dx2[sl]
-                np.subtract(x2[sl], lse2[sl], out=db)
-                np.exp(db, out=db)
-                db *= a[sl, None]
-                if smooth is not None:
-                    db -= (np.outer(smooth[sl], w1) if w is not None else smooth[sl, None])
+            a = a * fade
+            with np.errstate(invalid="ignore", over="ignore"):
+                for sl in _blocks(R, C):
+                    db = dx2[sl]
+                    np.subtract(x2[sl], lse2[sl], out=db)
+                    np.exp(db, out=db)
+                    db *= a[sl, None]
+                    if smooth is not None:
+                        db -= (np.outer(smooth[sl], w1) if w is not None else smooth[sl, None])
             dx2[np.arange(R), tt] -= (1 - eps) * wt * scale
+            if valid is not None:  # ignored rows get no gradient, whatever they hold
+                dx2[~valid] = 0
         return _unrows(dx2, x.shape).astype(x.dtype, copy=False)
 
 

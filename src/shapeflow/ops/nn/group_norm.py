@@ -45,6 +45,12 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
                              op=op, operands=[("input", describe(input)), (name, describe(t))])
     per_group = C // num_groups * math.prod(input.shape[2:]) if input.ndim > 2 else \
         C // num_groups
+    if all(type(d) is int for d in input.shape) and N * per_group == 1:
+        # PyTorch's check (ValueError): each group's one value would normalize to 0
+        raise ShapeError(f"{op}: expected more than 1 value per group, got input "
+                         f"{format_shape(input.shape)} with num_groups {num_groups}", op=op,
+                         operands=[("input", describe(input))],
+                         hint="use fewer groups, or a larger batch or spatial size")
     x = input.reshape(N, num_groups, per_group)
     out = layer_norm(x, (per_group,), None, None, eps).reshape(input.shape)
     return _affine(out, weight, bias, input.ndim)

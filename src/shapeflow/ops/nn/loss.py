@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import dtypes as _dt
 from ...autograd.autocast_state import hot as _autocast_hot
+from ...backend import kernels
 from ...errors import DTypeError, ShapeError, ShapeRuntimeError
 from ...shape import broadcast_shapes, dims_equal, format_shape
 from ...tensor import Tensor, describe
 from .. import autocast as _autocast
-from ..base import Op, Saved, apply
+from ..base import X0, X1, Op, Saved, apply
 
 _REDUCTIONS = ("none", "mean", "sum")
 
@@ -181,6 +183,43 @@ def _check_probabilities(op: str, p: Tensor) -> None:
             hint="for logits use binary_cross_entropy_with_logits (or apply sigmoid first)")
 
 
+class BinaryCrossEntropy(Op):
+    """(y - 1) max(log1p(-p), -100) - y max(log p, -100) per element, PyTorch's kernel.
+
+    Its own backward is PyTorch's: g (p - y) / max(p (1 - p), 1e-12), finite at p = 0 and 1
+    where the composite's log backward divides 0 by 0."""
+
+    name = "binary_cross_entropy"
+
+    def infer(self, p, y):
+        return p.shape, _dt.promote_types(p.dtype, y.dtype)
+
+    def saved(self, p, y, out):
+        return (X0, X1)
+
+    def forward(self, p, y):
+        dt = np.result_type(p, y)
+        half = dt.itemsize == 2  # bfloat16/float16: float32 steps, rounded once
+        if half:
+            p, y = kernels.widen(p), kernels.widen(y)
+        elif p.dtype != dt or y.dtype != dt:
+            p, y = p.astype(dt), y.astype(dt)
+        with np.errstate(divide="ignore"):
+            lp = np.maximum(np.log(p), -100)
+            lq = np.maximum(np.log1p(-p), -100)
+        loss = np.asarray((y - 1) * lq - y * lp)
+        return kernels.narrow(loss, dt) if half else loss
+
+    def backward(self, g):
+        p, y = self.saved_tensors
+        gp = gy = None
+        if self.needs_grad(0):
+            gp = g * (p - y) / ((1.0 - p) * p).clamp(min=1e-12)
+        if self.needs_grad(1):
+            gy = g * -(p / (1.0 - p)).log()  # -logit(p), unclamped, as PyTorch
+        return gp, gy
+
+
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, *,
                          reduction: str = "mean") -> Tensor:
     """Binary cross-entropy of probabilities input in [0, 1] (logs clamped at -100)."""
@@ -189,8 +228,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     _check_reduction("binary_cross_entropy", reduction)
     _check_pair("binary_cross_entropy", input, target)
     _check_probabilities("binary_cross_entropy", input)
-    loss = -(target * input.log().clamp(min=-100.0) +
-             (1.0 - target) * (1.0 - input).log().clamp(min=-100.0))
+    loss = apply(BinaryCrossEntropy(), input, target)
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction)
