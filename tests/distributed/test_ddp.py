@@ -133,8 +133,9 @@ def test_zero_matches_adamw_and_keeps_the_planned_bytes(tmp_path, stage, cap):
 
     opt.consolidate_state_dict(to=0)
     if r == 0:
-        state = opt.state_dict()["state"][0]
-        assert state["exp_avg"].shape == (numel,)
+        state = opt.state_dict()["state"]  # per parameter, as PyTorch's
+        assert [state[i]["exp_avg"].shape for i in range(4)] == [
+            p.shape for p in base.parameters()]
     """)
 
 

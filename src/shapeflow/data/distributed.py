@@ -18,7 +18,16 @@ class DistributedSampler(Sampler):
     def __init__(self, dataset, num_replicas: int | None = None, rank: int | None = None,
                  shuffle: bool = True, seed: int = 0, drop_last: bool = False) -> None:
         from ..distributed import group
+        from ..distributed.launch import launched_by_mpiexec
 
+        if (num_replicas is None or rank is None) and not group.is_initialized() \
+                and launched_by_mpiexec():
+            # the world of one an uninitialized group reports would give every rank it all
+            raise group.DistributedError(
+                "DistributedSampler: this process is one of several ranks (mpiexec started "
+                "it) but the process group is not initialized yet, so every rank would read "
+                "the whole dataset", hint="call sf.distributed.init_process_group() before "
+                "building the sampler, or pass num_replicas and rank")
         self.num_replicas = group.get_world_size() if num_replicas is None else num_replicas
         self.rank = group.get_rank() if rank is None else rank
         if not 0 <= self.rank < self.num_replicas:

@@ -1,16 +1,17 @@
 """Collectives on tensors, with PyTorch's names: the tensors' NumPy buffers go to MPI as they
-are (no pickling). Before each payload a small all-gather of every rank's shape and dtype
-makes a mismatch an error on all ranks instead of a hang or garbage."""
+are (no pickling). Before each payload a small all-gather of every rank's shapes and dtypes
+makes a mismatch the same error on all ranks instead of a hang or garbage. Every wait is
+bounded (`group.wait`): a peer that exited or the group's timeout raises DistributedError."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ..dtypes import bfloat16, float16
-from ..errors import DeviceError, ShapeError, ShapeflowError
+from ..errors import DeviceError, DTypeError, ShapeError
 from ..shape import format_shape
 from ..tensor import Tensor
-from .group import DistributedError, _comm, world
+from .group import DistributedError, _comm, _seconds, wait, world
 
 
 class ReduceOp:
@@ -24,18 +25,21 @@ class ReduceOp:
 
 
 _MPI_OPS = {"sum": "SUM", "avg": "SUM", "product": "PROD", "max": "MAX", "min": "MIN"}
-_DTYPE_CODES: dict = {}
+_HEAD = 16  # int64s each rank sends first: failed?, signature length, its first 14
+_NAMES: dict = {}  # dtype -> its name as integers (from the name: alike on every rank)
 
 
 class Work:
     """The handle of an async collective: `wait()` finishes it (as torch's Work)."""
 
-    def __init__(self, request=None, then=None) -> None:
-        self._request, self._then, self._done = request, then, request is None
+    def __init__(self, request=None, then=None, op: str = "collective") -> None:
+        self._request, self._then, self._op, self._done = request, then, op, request is None
 
     def wait(self, timeout=None) -> bool:
+        """Finish the collective; `timeout` (a timedelta) bounds it instead of the group's."""
         if not self._done:
-            self._request.Wait()
+            seconds = None if timeout is None else _seconds(timeout, f"{self._op}: wait")
+            wait(self._request, self._op, seconds)
             self._done = True
             if self._then is not None:
                 self._then()
@@ -56,39 +60,86 @@ def _buffer(t: Tensor, op: str) -> np.ndarray:
     return t.data
 
 
+def _signature(arrays) -> list[int]:
+    """The arrays' dtypes (their names' bytes), numbers of dims and every dim, as integers:
+    two ranks' lists are equal exactly when their arrays agree (no hash, no cut)."""
+    flat = [len(arrays)]
+    for a in arrays:
+        name = _NAMES.get(a.dtype)
+        if name is None:  # (dtype.name is slow: once per dtype)
+            raw = a.dtype.name.encode()
+            name = _NAMES[a.dtype] = [len(raw), *(int.from_bytes(raw[i:i + 8], "little")
+                                                  for i in range(0, len(raw), 8))]
+        flat += [*name, a.ndim, *a.shape]
+    return flat
+
+
+def _decode(flat: list[int]) -> list[tuple[str, tuple]]:
+    """(dtype name, shape) of each array a signature describes."""
+    out, i = [], 1
+    for _ in range(flat[0]):
+        size, chunks = flat[i], -(-flat[i] // 8)
+        name = b"".join(c.to_bytes(8, "little") for c in flat[i + 1:i + 1 + chunks])
+        i += 1 + chunks
+        out.append((name[:size].decode(), tuple(flat[i + 1:i + 1 + flat[i]])))
+        i += 1 + flat[i]
+    return out
+
+
 def _agreed(comm, op: str, local):
     """Run this rank's checks of its arguments (`local()` -> (result, arrays that every rank
-    must pass alike)), then compare with every rank in one small all-gather: a rank whose
-    checks failed, or shapes and dtypes that differ, raise on every rank, never a hang."""
+    must pass alike)), then compare with every rank, before any data moves: a rank whose
+    checks failed, or dtypes and shapes that differ, raise on every rank, never a hang. The
+    first all-gather has a fixed size; longer signatures (many dims) take a second one."""
     try:
         result, arrays = local()
         failed = None
-    except ShapeflowError as e:
+    except Exception as e:  # any error: this rank must still tell the others
         result, arrays, failed = None, (), e
-    sig = np.zeros(12, np.int64)
-    flat = [len(arrays)]
-    for a in arrays:
-        code = _DTYPE_CODES.setdefault(a.dtype.str, len(_DTYPE_CODES) + 1)
-        flat += [code, a.ndim, *a.shape[:4]]
-    sig[:min(11, len(flat))] = flat[:11]
-    sig[-1] = -1 if failed is not None else hash(tuple(flat)) & 0x7FFFFFFF  # longer: a hash
-    every = np.empty((comm.Get_size(), 12), np.int64)
-    comm.Allgather(sig, every)
+    sig = [] if failed is not None else _signature(arrays)
+    head = np.zeros(_HEAD, np.int64)
+    head[0], head[1] = failed is not None, len(sig)
+    head[2:2 + min(len(sig), _HEAD - 2)] = sig[:_HEAD - 2]
+    every = np.empty((comm.Get_size(), _HEAD), np.int64)
+    wait(comm.Iallgather(head, every), op)
     if failed is not None:
         raise failed
-    rejected = np.nonzero(every[:, -1] == -1)[0].tolist()
+    rejected = np.nonzero(every[:, 0])[0].tolist()
     if rejected:
         raise ShapeError(f"{op}: rank(s) {rejected} rejected their arguments (their error says "
                          "why), so no rank ran it", op=op,
                          hint="every rank must call the same collective with fitting tensors")
-    if not (every == sig).all():
-        shapes = ", ".join(format_shape(a.shape) + f" {a.dtype}" for a in arrays)
-        bad = sorted(set(np.nonzero((every != every[0]).any(axis=1))[0].tolist()) | {0})
-        raise ShapeError(
-            f"{op}: the ranks passed tensors of different shapes or dtypes (rank "
-            f"{comm.Get_rank()}: {shapes}; ranks {bad} differ)", op=op,
-            hint="every rank must call the same collective with tensors of the same shape")
-    return result
+    lengths = every[:, 1].tolist()
+    if max(lengths) <= _HEAD - 2:  # the whole signatures came: equal rows, equal arguments
+        if (every == head).all():
+            return result
+        rows = every[:, 2:]
+    else:  # every rank sees it: all send their whole signature, padded to the longest
+        mine = np.zeros(max(lengths), np.int64)
+        mine[:len(sig)] = sig
+        rows = np.empty((comm.Get_size(), len(mine)), np.int64)
+        wait(comm.Iallgather(mine, rows), op)
+        if (every[:, 1] == len(sig)).all() and (rows == mine).all():
+            return result
+    raise _mismatch(op, [_decode(row[:n].tolist()) for row, n in zip(rows, lengths)])
+
+
+def _mismatch(op: str, passed: list) -> ShapeError | DTypeError:
+    """The same error on every rank: DTypeError when only dtypes differ, else ShapeError."""
+    ranks: dict = {}
+    for r, arrays in enumerate(passed):
+        ranks.setdefault(tuple(arrays), []).append(r)
+    what = "; ".join(("ranks " if len(rs) > 1 else "rank ") + ", ".join(map(str, rs)) + ": "
+                     + ", ".join(f"{format_shape(shape)} {dtype}" for dtype, shape in arrays)
+                     for arrays, rs in ranks.items())
+    kinds = {tuple(dtype for dtype, _ in arrays) for arrays in passed}
+    shapes = {tuple(shape for _, shape in arrays) for arrays in passed}
+    if len(kinds) > 1 and len(shapes) == 1:
+        return DTypeError(f"{op}: the ranks passed tensors of different dtypes ({what})", op=op,
+                          hint="every rank must pass tensors of the same dtype")
+    return ShapeError(f"{op}: the ranks passed tensors of different shapes ({what})", op=op,
+                      hint="every rank must call the same collective with tensors of the "
+                      "same shape")
 
 
 def _mpi_op(op) -> object:
@@ -120,10 +171,11 @@ def _finish(t: Tensor, work_array: np.ndarray, scale: float | None):
     return done
 
 
-def _run(request_fn, blocking_fn, async_op: bool, then) -> Work | None:
+def _run(request, op: str, async_op: bool, then) -> Work | None:
+    """The posted non-blocking `request`: a Work handle, or waited for (bounded) here."""
     if async_op:
-        return Work(request_fn(), then)
-    blocking_fn()
+        return Work(request, then, op)
+    wait(request, op)
     then()
     return None
 
@@ -145,8 +197,7 @@ def all_reduce(tensor: Tensor, op=ReduceOp.SUM, group=None, async_op: bool = Fal
         np.ascontiguousarray(buf, np.float32 if wide else None))
     scale = comm.Get_size() if str(op).lower() == "avg" else None
     in_place = world.MPI.IN_PLACE
-    return _run(lambda: comm.Iallreduce(in_place, work, mpi_op),
-                lambda: comm.Allreduce(in_place, work, mpi_op), async_op,
+    return _run(comm.Iallreduce(in_place, work, mpi_op), "all_reduce", async_op,
                 _finish(tensor, work, scale))
 
 
@@ -161,8 +212,7 @@ def broadcast(tensor: Tensor, src: int = 0, group=None, async_op: bool = False):
     buf = _agreed(comm, "broadcast", local)
     work = buf if buf.flags.c_contiguous else np.ascontiguousarray(buf)
     raw = _bytes(work)
-    return _run(lambda: comm.Ibcast(raw, root=src), lambda: comm.Bcast(raw, root=src),
-                async_op, _finish(tensor, work, None))
+    return _run(comm.Ibcast(raw, root=src), "broadcast", async_op, _finish(tensor, work, None))
 
 
 def all_gather_into_tensor(output_tensor: Tensor, input_tensor: Tensor, group=None,
@@ -186,8 +236,8 @@ def all_gather_into_tensor(output_tensor: Tensor, input_tensor: Tensor, group=No
     src = np.ascontiguousarray(inp)
     work = out if out.flags.c_contiguous else np.empty_like(out, order="C")
     a, b = _bytes(src), _bytes(work)
-    return _run(lambda: comm.Iallgather(a, b), lambda: comm.Allgather(a, b),
-                async_op, _finish(output_tensor, work, None))
+    return _run(comm.Iallgather(a, b), "all_gather_into_tensor", async_op,
+                _finish(output_tensor, work, None))
 
 
 def all_gather(tensor_list: list, tensor: Tensor, group=None, async_op: bool = False):
@@ -215,8 +265,7 @@ def all_gather(tensor_list: list, tensor: Tensor, group=None, async_op: bool = F
         for i, t in enumerate(tensor_list):
             t.data[...] = work[i]
             t._version[0] += 1
-    return _run(lambda: comm.Iallgather(a, b), lambda: comm.Allgather(a, b),
-                async_op, then)
+    return _run(comm.Iallgather(a, b), "all_gather", async_op, then)
 
 
 def reduce_scatter_tensor(output: Tensor, input: Tensor, op=ReduceOp.SUM, group=None,
@@ -240,9 +289,8 @@ def reduce_scatter_tensor(output: Tensor, input: Tensor, op=ReduceOp.SUM, group=
     work = out if out.flags.c_contiguous and not wide else np.empty(
         out.shape, np.float32 if wide else out.dtype)
     scale = n if str(op).lower() == "avg" else None
-    return _run(lambda: comm.Ireduce_scatter_block(src, work, mpi_op),
-                lambda: comm.Reduce_scatter_block(src, work, mpi_op), async_op,
-                _finish(output, work, scale))
+    return _run(comm.Ireduce_scatter_block(src, work, mpi_op), "reduce_scatter_tensor",
+                async_op, _finish(output, work, scale))
 
 
 def gather(tensor: Tensor, gather_list: list | None = None, dst: int = 0, group=None,
@@ -268,8 +316,7 @@ def gather(tensor: Tensor, gather_list: list | None = None, dst: int = 0, group=
                 t.data[...] = work[i]
                 t._version[0] += 1
     a, b = _bytes(src), None if work is None else _bytes(work)
-    return _run(lambda: comm.Igather(a, b, root=dst),
-                lambda: comm.Gather(a, b, root=dst), async_op, then)
+    return _run(comm.Igather(a, b, root=dst), "gather", async_op, then)
 
 
 def scatter(tensor: Tensor, scatter_list: list | None = None, src: int = 0, group=None,
@@ -293,9 +340,7 @@ def scatter(tensor: Tensor, scatter_list: list | None = None, src: int = 0, grou
     buf, send = _agreed(comm, "scatter", local)
     work = buf if buf.flags.c_contiguous else np.empty_like(buf, order="C")
     a, b = None if send is None else _bytes(send), _bytes(work)
-    return _run(lambda: comm.Iscatter(a, b, root=src),
-                lambda: comm.Scatter(a, b, root=src), async_op,
-                _finish(tensor, work, None))
+    return _run(comm.Iscatter(a, b, root=src), "scatter", async_op, _finish(tensor, work, None))
 
 
 def _check_rank(comm, rank: int, op: str) -> None:

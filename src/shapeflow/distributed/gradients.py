@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..tensor import from_numpy
-from .group import world
+from .group import wait, world
 
 
 def bucket_ranges(sizes: list[int], padded: int, cap_elements: float) -> list[tuple]:
@@ -128,7 +128,7 @@ class ShardedGradients:
             return
         request, send, recv, region, direct = self.inflight
         self.inflight = None
-        request.Wait()
+        wait(request, "ZeroRedundancyOptimizer: the gradients' reduce_scatter (stage 2)")
         del send  # freed here, before the next bucket's buffer exists
         if direct:
             region /= self.n

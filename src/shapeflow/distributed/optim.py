@@ -11,12 +11,14 @@ After the local update every rank all-gathers the slices, in place, into the par
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
-from ..optim.optimizer import Optimizer
+from ..optim.optimizer import Optimizer, _as_array
 from ..tensor import Tensor, from_numpy
 from .gradients import ShardedGradients
-from .group import DistributedError, _comm, world
+from .group import DistributedError, _comm, wait, world
 
 
 class _Shard:
@@ -42,7 +44,9 @@ class _Shard:
             self.flat[lo:hi] = p.data.reshape(-1)
             self.views.append(self.flat[lo:hi].reshape(p.shape))
             p.data = self.views[-1]
-        comm.Bcast(self.flat.view(np.uint8), root=0)  # every replica starts from rank 0's
+        # every replica starts from rank 0's
+        wait(comm.Ibcast(self.flat.view(np.uint8), root=0),
+             "ZeroRedundancyOptimizer: the parameters' broadcast")
         lo = rank * self.per_rank
         self.param = from_numpy(self.flat[lo:lo + self.per_rank]).requires_grad_()
 
@@ -66,7 +70,8 @@ class _Shard:
 
     def all_gather(self) -> None:
         """Every rank's updated slice into every rank's parameters (MPI's in-place form)."""
-        world.comm.Allgather(world.MPI.IN_PLACE, self.flat.view(np.uint8))
+        wait(world.comm.Iallgather(world.MPI.IN_PLACE, self.flat.view(np.uint8)),
+             "ZeroRedundancyOptimizer.step: the parameters' all_gather")
         for p in self.params:
             p._version[0] += 1
 
@@ -143,8 +148,8 @@ class ZeroRedundancyOptimizer:
         """Bytes of optimizer state this rank holds (its slices' buffers)."""
         total = 0
         for state in self.optim.state.values():
-            for v in state.values():
-                if isinstance(v, Tensor) and v.data is not None and v.data.size > 1:
+            for v in state.values():  # buffers are 1-D like the slice, step counters 0-d
+                if isinstance(v, Tensor) and v.data is not None and v.data.ndim >= 1:
                     total += v.data.nbytes
         return total
 
@@ -156,53 +161,108 @@ class ZeroRedundancyOptimizer:
                           if s.param.grad is not None)
 
     def consolidate_state_dict(self, to: int = 0) -> None:
-        """Gather every rank's optimizer state on rank `to`, for `state_dict()` there."""
-        mine = self.optim.state_dict()
-        arrays = {(i, k): v for i, st in mine["state"].items() for k, v in st.items()}
+        """Gather every rank's state on rank `to` as the wrapped optimizer's state_dict over
+        the original parameters (whole per-parameter buffers, as PyTorch's): any world loads it.
+        """
+        local = self.optim.state_dict()
+        values = [local["state"].get(i, {}) for i in range(len(self._shards))]
+        layout = [[(k, _sharded_dtype(k, v, tuple(s.param.shape), ())) for k, v in st.items()]
+                  for s, st in zip(self._shards, values)]
+        if any(other != layout for other in self._comm.allgather(layout)):
+            raise DistributedError(
+                "ZeroRedundancyOptimizer.consolidate_state_dict: the ranks hold different "
+                "optimizer state (other names or dtypes)",
+                hint="call step() the same number of times on every rank before consolidating")
+        root = self.rank == to
         self._consolidated = None
-        full = {}
-        for (i, k), v in sorted(arrays.items()):
-            data = v.data if isinstance(v, Tensor) else np.asarray(v)
-            if data.size <= 1:  # step counters: the same on every rank
-                full[(i, k)] = v
-                continue
-            out = np.empty(self.world_size * data.size, data.dtype) if self.rank == to else None
-            self._comm.Gather(np.ascontiguousarray(data), out, root=to)
-            if self.rank == to:
-                full[(i, k)] = from_numpy(out[:self._shards[i].numel].copy())
-        if self.rank == to:
-            state = {}
-            for (i, k), v in full.items():
-                state.setdefault(i, {})[k] = v
-            self._consolidated = {"state": state, "param_groups": mine["param_groups"]}
+        state: dict[int, dict] = {}
+        groups, first = [], 0
+        for shard, packed, st, names in zip(self._shards, local["param_groups"], values, layout):
+            ids = list(range(first, first + len(shard.params)))
+            first += len(ids)
+            groups.append({**packed, "params": ids})
+            for name, dtype in names:
+                if dtype is None:  # a step counter (or a number): each parameter gets a copy
+                    for j in ids:
+                        state.setdefault(j, {})[name] = _copy(st[name])
+                    continue
+                mine = np.ascontiguousarray(_as_array(st[name]))
+                full = np.empty(shard.per_rank * self.world_size, mine.dtype) if root else None
+                # as bytes: MPI has no type for bfloat16 and the like
+                self._comm.Gather(mine.view(np.uint8), full.view(np.uint8) if root else None,
+                                  root=to)
+                if root:
+                    for j, p, lo, hi in zip(ids, shard.params, shard.offsets,
+                                            shard.offsets[1:]):
+                        state.setdefault(j, {})[name] = from_numpy(
+                            full[lo:hi].reshape(p.shape).copy())
+        if root:
+            self._consolidated = {"state": state, "param_groups": groups}
 
     def load_state_dict(self, state_dict: dict) -> None:
-        """Load a consolidated state_dict (any rank's copy of rank `to`'s): each rank keeps
-        its own slice of every flat state buffer."""
+        """Load a consolidated state_dict (per parameter, saved on any number of ranks): each
+        rank keeps its own slice of every buffer, re-sharded for this world size."""
+        op = "ZeroRedundancyOptimizer.load_state_dict"
+        groups, saved = state_dict["param_groups"], state_dict["state"]
+        have, want = [len(g["params"]) for g in groups], [len(s.params) for s in self._shards]
+        if have != want:
+            raise DistributedError(
+                f"{op}: the state_dict's parameter groups hold {have} parameters, this "
+                f"optimizer's {want}",
+                hint="load what state_dict() gave after consolidate_state_dict() for the same "
+                "parameter groups (or a per-parameter optimizer's state_dict)")
         state = {}
-        for i, values in state_dict["state"].items():
-            shard = self._shards[int(i)]
-            lo = self.rank * shard.per_rank
-            state[i] = {}
-            for k, v in values.items():
-                data = v.data if isinstance(v, Tensor) else np.asarray(v)
-                if data.size <= 1:  # step counters
-                    state[i][k] = v
-                    continue
-                if data.size != shard.numel:
+        for i, (g, shard) in enumerate(zip(groups, self._shards)):
+            entries = [_entry(saved, j) for j in g["params"]]
+            if not any(entries):
+                continue  # never stepped: the optimizer creates its state at the first step
+            if not all(entries):
+                raise DistributedError(
+                    f"{op}: group {i} has state for only some of its parameters",
+                    hint="ZeRO steps a group's parameters together (one flat shard), so it "
+                    "resumes groups whose parameters all have state or none")
+            options = {k: v for k, v in g.items() if k != "params"}
+            declared = self.optim.state_per_param({**self.optim.param_groups[i], **options})
+            state[i] = self._reshard(i, shard, entries, declared, op)
+        self.optim.load_state_dict({"state": state, "param_groups": [
+            {**{k: v for k, v in g.items() if k != "params"}, "params": [i]}
+            for i, g in enumerate(groups)]})
+
+    def _reshard(self, i: int, shard: _Shard, entries: list[dict], declared: list[str],
+                 op: str) -> dict:
+        """Group i's per-parameter state as this rank's flat slice: buffers concatenated
+        (padded) and sliced; step counters, the same for every parameter, kept once."""
+        out = {}
+        lo = self.rank * shard.per_rank
+        for name in entries[0]:
+            values = [e.get(name) for e in entries]
+            arrays = [_as_array(v) for v in values]
+            if not any(_sharded_dtype(name, v, tuple(p.shape), declared) for v, p in
+                       zip(values, shard.params)):
+                if any(not _same(values[0], v) for v in values[1:]):
                     raise DistributedError(
-                        f"ZeroRedundancyOptimizer.load_state_dict: state {k!r} of group {i} "
-                        f"has {data.size} elements, the group's parameters {shard.numel}",
-                        hint="load a state_dict saved by consolidate_state_dict() for the "
-                        "same parameters")
-                full = np.zeros(shard.per_rank * self.world_size, data.dtype)
-                full[:data.size] = data.reshape(-1)
-                state[i][k] = from_numpy(full[lo:lo + shard.per_rank].copy())
-        self.optim.load_state_dict({"state": state,
-                                    "param_groups": state_dict["param_groups"]})
+                        f"{op}: the parameters of group {i} have different {name!r} values",
+                        hint=f"ZeRO keeps one {name!r} per group (its parameters step together "
+                        "as one flat shard): save and load with the same groups")
+                out[name] = values[0]
+                continue
+            dtype = next(a.dtype for a in arrays if a is not None)  # the optimizer casts it
+            full = np.zeros(shard.per_rank * self.world_size, dtype)
+            for j, (a, p, a_lo, a_hi) in enumerate(zip(arrays, shard.params, shard.offsets,
+                                                       shard.offsets[1:])):
+                if a is None or tuple(a.shape) != tuple(p.shape):
+                    got = "nothing" if a is None else f"shape {list(a.shape)}"
+                    raise DistributedError(
+                        f"{op}: state {name!r} of parameter {j} of group {i} has {got}, the "
+                        f"parameter has shape {list(p.shape)}",
+                        hint="load a state_dict saved for the same parameters")
+                full[a_lo:a_hi] = a.reshape(-1)
+            out[name] = from_numpy(full[lo:lo + shard.per_rank].copy())
+        return out
 
     def state_dict(self) -> dict:
-        """The whole optimizer's state (flat per group), after consolidate_state_dict()."""
+        """The whole optimizer's state (per parameter, as PyTorch's), after
+        consolidate_state_dict()."""
         if getattr(self, "_consolidated", None) is None:
             raise DistributedError(
                 "ZeroRedundancyOptimizer.state_dict: no consolidated state on this rank",
@@ -223,3 +283,33 @@ def _refuse_ddp(params: list) -> None:
                     "DistributedDataParallel model, which all-reduces their gradients",
                     hint="stage 2 reduce-scatters them itself: pass the unwrapped model's "
                     "parameters and do not wrap it in DDP")
+
+
+def _sharded_dtype(name: str, value, shape: tuple, declared) -> str | None:
+    """The dtype of a per-element buffer (sharded like its parameter); None for a step counter
+    or a number. Told apart by the optimizer's declared buffer names or by the parameter's
+    shape, never by size: a one-element slice is as small as a step counter."""
+    arr = _as_array(value)
+    if arr is None or not (name in declared or (arr.ndim >= 1 and tuple(arr.shape) == shape)):
+        return None
+    return str(arr.dtype)
+
+
+def _copy(value):
+    """A copy later steps do not change (the optimizer updates its tensors in place)."""
+    if isinstance(value, Tensor):
+        return from_numpy(np.array(value.data, copy=True))
+    return copy.deepcopy(value)
+
+
+def _entry(state: dict, index) -> dict | None:
+    """state[index], whether its keys are ints or strings (as some formats store them)."""
+    keys = [index, str(index)] + ([int(index)] if str(index).isdigit() else [])
+    return next((state[k] for k in keys if k in state), None)
+
+
+def _same(a, b) -> bool:
+    x, y = _as_array(a), _as_array(b)
+    if x is None or y is None:
+        return x is None and y is None and a == b
+    return np.array_equal(x, y)

@@ -132,7 +132,10 @@ class DistributedDataParallel(Module):
         bucket.request = self._comm.Iallreduce(MPI.IN_PLACE, bucket.buffer, MPI.SUM)
         self._launched += 1
         if self._launched == len(self._buckets):
-            MPI.Request.Waitall([b.request for b in self._buckets])
+            n = len(self._buckets)
+            for i, b in enumerate(self._buckets):  # bounded waits: a lost rank raises
+                _group.wait(b.request, "DistributedDataParallel: the gradients' all_reduce "
+                            f"(bucket {i + 1} of {n})")
             for b in self._buckets:
                 b.write_back(self._world_size)
             self._expect_reduction = False
