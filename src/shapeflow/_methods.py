@@ -6,8 +6,6 @@ Also the Tensor methods that need factories or the engine (`t.to()`, `t.new_zero
 
 from __future__ import annotations
 
-import importlib
-
 from . import dlpack, factories, tensor_compat, torch_interop
 from . import dtypes as _dt
 from .autograd import engine
@@ -175,8 +173,6 @@ def new_empty(self, *size) -> Tensor:
 def _attach_tensor_methods() -> None:
     for fn in (to, backward, new_zeros, new_ones, new_full, new_empty):
         setattr(Tensor, fn.__name__, fn)
-    # tensor([t, u]) stacks (by module, not `from . import tensor`: sf.tensor is the function)
-    importlib.import_module(".tensor", __package__)._stack = movement.stack
 
 
 _attach_methods()

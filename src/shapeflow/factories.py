@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import functools
+import importlib
 import math
+import operator
+import warnings
 
 import numpy as np
 
 from . import dtypes as _dt
-from .device import get_default_device, get_device
-from .errors import DeviceError, DTypeError, ShapeRuntimeError
+from .device import cpu, get_default_device, get_device
+from .errors import DeviceError, DTypeError, DTypeRuntimeError, ShapeError, ShapeRuntimeError
 from .random import Generator, get_rng
 from .tensor import Tensor, from_numpy, tensor  # noqa: F401  (re-exported)
 
@@ -271,3 +275,178 @@ def eye(n: int, m: int | None = None, dtype=None, device=None,
         requires_grad: bool = False) -> Tensor:
     m = n if m is None else m
     return _make(((n, m),), dtype, device, requires_grad, lambda s, d: np.eye(n, m, dtype=d))
+
+
+# ---- sf.tensor of lists that hold tensors, read as torch.tensor reads them ----------------
+
+_shape_of, _dtype_of = operator.attrgetter("shape"), operator.attrgetter("dtype")
+_device_of, _data_of = operator.attrgetter("device"), operator.attrgetter("data")
+_grad_of = operator.attrgetter("requires_grad")
+
+
+def from_tensor_list(data, dtype=None) -> tuple[np.ndarray, _dt.DType]:
+    """torch.tensor's reading of (nested) lists holding tensors: the host array and its dtype.
+
+    Each tensor is one scalar (it must have one element, whatever its shape); the shape comes
+    from the first entries; the dtype promotes every leaf's (a Python float counts as the
+    default float, an int as int64), unless `dtype` is given.
+    """
+    target = None if dtype is None else _dt.get_dtype(dtype)
+    if all(issubclass(t, Tensor) for t in set(map(type, data))):
+        arr, found = _flat_tensors(data, target)
+    else:
+        arr, found = _nested(data, target)
+    return arr, target or _promote(found)
+
+
+def _flat_tensors(data, target):
+    """A flat list of tensors, the common case (`[loss.detach() for ...]`): attribute reads
+    mapped over the list at C speed, one np.array call, no Python loop per tensor."""
+    devices = set(map(_device_of, data))
+    if devices != {cpu}:
+        arrays = [t._need_data("tensor") for t in data]  # meta raises; cuda copies to host
+    else:
+        arrays = list(map(_data_of, data))
+    shapes = set(map(_shape_of, data))
+    for s in shapes:
+        if math.prod(s) != 1:
+            i = next(i for i, t in enumerate(data) if t.shape == s)
+            raise _not_a_scalar(data[i], f"data[{i}]")
+    found = dict.fromkeys(map(_dtype_of, data))  # a dict: first-seen order, as PyTorch promotes
+    _check_cast(found, target)
+    if any(map(_grad_of, data)):
+        _warn_grad()
+    np_dtype = (target or _promote(found)).np
+    if len(shapes) == 1:  # one shape: np.array stacks them, and the extra ones go
+        return _convert(arrays, np_dtype).reshape(len(data)), found
+    return _convert([a.reshape(()) for a in arrays], np_dtype), found
+
+
+def _nested(data, target):
+    """Nested lists mixing tensors, numbers and arrays: one walk collects leaves and dtypes."""
+    sizes, first = [], data
+    while isinstance(first, (list, tuple)) or (isinstance(first, np.ndarray) and first.ndim):
+        sizes.append(len(first))
+        if not sizes[-1]:
+            break
+        first = first[0]
+    leaves, found, grads = [], {}, []  # found: leaf dtypes in first-seen order
+    tensor_dtypes: dict = {}
+
+    def leaf(x, path: str):
+        if isinstance(x, Tensor):
+            if math.prod(x.shape) != 1:
+                raise _not_a_scalar(x, f"data{path}")
+            tensor_dtypes[x.dtype] = found[x.dtype] = None
+            if x.requires_grad:
+                grads.append(True)
+            return x._need_data("tensor").reshape(())
+        if isinstance(x, np.ndarray):
+            if x.ndim:
+                raise DTypeError(f"tensor: data{path} is a {list(x.shape)} NumPy array where a "
+                                 "number belongs: only 0-d arrays are read as scalars",
+                                 op="tensor")
+            found[_dt.from_numpy_dtype(x.dtype)] = None
+            return x
+        found[_scalar_dtype(x, path)] = None
+        return x
+
+    def walk(x, depth: int, path: str) -> None:
+        if depth == len(sizes):
+            leaves.append(leaf(x, path))
+            return
+        if isinstance(x, Tensor):  # a tensor where a row belongs: its rows, as tensors
+            host = x._need_data("tensor")
+            if host.ndim:
+                if x.requires_grad:
+                    grads.append(True)
+                x = [Tensor._make(r, r.shape, x.dtype, cpu) for r in host]
+        if not (isinstance(x, (list, tuple)) or (isinstance(x, np.ndarray) and x.ndim)):
+            raise DTypeError(
+                f"tensor: data{path} is {_what(x)} where a sequence of {sizes[depth]} belongs "
+                f"(the shape {sizes} comes from the first entries)", op="tensor",
+                hint="give every row the same nesting")
+        if len(x) != sizes[depth]:
+            raise ShapeError(
+                f"tensor: expected a sequence of length {sizes[depth]} at dim {depth} "
+                f"(data{path} has {len(x)})", op="tensor",
+                hint="pad the rows to one length, or stack tensors with sf.stack")
+        for i, y in enumerate(x):
+            walk(y, depth + 1, f"{path}[{i}]")
+
+    walk(data, 0, "")
+    _check_cast(tensor_dtypes, target)
+    if grads:
+        _warn_grad()
+    np_dtype = (target or _promote(found)).np
+    return _convert(leaves, np_dtype).reshape(sizes), found
+
+
+def _scalar_dtype(x, path: str) -> _dt.DType:
+    """The dtype a Python or NumPy scalar leaf counts as (PyTorch's: int64, default float)."""
+    if isinstance(x, np.generic) and x.dtype.kind in "biuf":  # before float: np.float64 is one
+        return _dt.from_numpy_dtype(x.dtype)
+    if isinstance(x, bool):
+        return _dt.bool_
+    if isinstance(x, int):
+        return _dt.default_int
+    if isinstance(x, float):
+        return _dt.default_float
+    if isinstance(x, (list, tuple)):
+        raise DTypeError(f"tensor: data{path} is a {type(x).__name__} where a number belongs "
+                         "(the shape comes from the first entries)", op="tensor",
+                         hint="give every row the same nesting")
+    if isinstance(x, (str, bytes, complex, np.generic)):
+        raise DTypeError(f"tensor: invalid data type {type(x).__name__} at data{path}",
+                         op="tensor")
+    raise DTypeRuntimeError(f"tensor: could not infer the dtype of {type(x).__name__} at "
+                            f"data{path}", op="tensor")
+
+
+def _promote(found) -> _dt.DType:
+    try:
+        return functools.reduce(_dt.promote_types, found)
+    except DTypeRuntimeError as e:  # uint16/32/64 with another integer type
+        raise DTypeRuntimeError(f"tensor: the elements' dtypes do not promote: {e.args[0]}",
+                                op="tensor", hint="cast the tensors to one dtype first, or "
+                                "pass dtype=") from None
+
+
+def _check_cast(tensor_dtypes, target) -> None:
+    # PyTorch reads a tensor leaf as an index for an integer or bool dtype: a float one fails
+    if target is not None and not target.is_floating_point:
+        bad = next((d for d in tensor_dtypes if d.is_floating_point), None)
+        if bad is not None:
+            raise DTypeError(f"tensor: a {bad} tensor cannot be read as a {target} element; "
+                             "only integer tensors of one element can", op="tensor",
+                             hint=f"cast the tensors first (t.to(sf.{target})), or build the "
+                                  f"tensor then cast it")
+
+
+def _convert(values: list, np_dtype) -> np.ndarray:
+    try:
+        return np.array(values, dtype=np_dtype)
+    except (ValueError, TypeError, OverflowError) as e:
+        raise DTypeError(f"tensor: cannot convert the data to {np_dtype}: {e}",
+                         op="tensor") from None
+
+
+def _not_a_scalar(t: Tensor, where: str) -> ShapeError:
+    return ShapeError(
+        f"tensor: {where} is a {list(t.shape)} tensor, but only one-element tensors can be "
+        "read as scalars in a list", op="tensor",
+        hint="to stack tensors into a new dim, use sf.stack(tensors)")
+
+
+def _what(x) -> str:
+    return f"a {list(x.shape)} tensor" if isinstance(x, Tensor) else f"a {type(x).__name__}"
+
+
+def _warn_grad() -> None:
+    warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to "
+                  "unexpected behavior.\nConsider using tensor.detach() first.", UserWarning,
+                  stacklevel=5)  # the caller of sf.tensor
+
+
+# tensor() reads lists of tensors with it (the module by path: sf.tensor is the function)
+importlib.import_module(".tensor", __package__)._from_tensor_list = from_tensor_list

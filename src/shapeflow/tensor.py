@@ -86,7 +86,13 @@ class Tensor:
             return self.shape
         from .shape import normalize_dim
 
-        return self.shape[normalize_dim(dim, self.ndim, "size")]
+        d = normalize_dim(dim, self.ndim, "size")
+        if not self.shape:  # PyTorch: IndexError, a 0-d tensor has no dim 0
+            from .errors import ShapeIndexError
+
+            raise ShapeIndexError(f"size: dim {dim} given for a 0-d tensor, which has no dims",
+                                  op="size")
+        return self.shape[d]
 
     def numel(self):
         return self.shape.numel()
@@ -263,11 +269,15 @@ class Tensor:
         return _RemovableHandle(self._hooks, wrapped)
 
     def retain_grad(self) -> None:
-        """Keep .grad of a non-leaf tensor after backward."""
+        """Keep .grad of a non-leaf tensor after backward (calling it again changes nothing)."""
         if self.grad_fn is None:
             return
         import weakref
 
+        # one keeper per tensor: a second would add the same gradient into .grad again
+        for hook in self.grad_fn.hooks or ():
+            if getattr(hook, "_retains", None) is not None and hook._retains() is self:
+                return
         ref = weakref.ref(self)
 
         def keep(grad):
@@ -276,6 +286,7 @@ class Tensor:
                 t.grad = grad if t.grad is None else t.grad + grad
             return None
 
+        keep._retains = ref
         self.register_hook(keep)
 
     # ---- conversion --------------------------------------------------------------------
@@ -372,7 +383,7 @@ def describe(t) -> str:
     return f"{format_shape(t.shape)} {t.dtype} {t.device}"
 
 
-def _infer_dtype(data) -> DType:
+def _infer_dtype(data, kinds: set | None = None) -> DType:
     """PyTorch's dtype for Python data: bool, int64, or float32; NumPy scalars keep theirs."""
     if isinstance(data, np.generic):
         return _dt.from_numpy_dtype(data.dtype)
@@ -381,8 +392,10 @@ def _infer_dtype(data) -> DType:
     except ValueError:
         raise _ragged_error(data) from None
     if isinstance(data, (list, tuple)) and arr.dtype.kind in "biuf":
-        found: set = set()
-        _leaf_kinds(data, found)
+        found = kinds
+        if found is None:  # (tensor() walks them first, and passes them)
+            found = set()
+            _leaf_kinds(data, found)
         if any(not isinstance(k, str) for k in found):  # NumPy values among the leaves
             out = None
             for k in found:
@@ -397,6 +410,11 @@ def _infer_dtype(data) -> DType:
         return _dt.default_int
     if arr.dtype.kind == "f":
         return _dt.default_float
+    if arr.dtype.kind == "O":  # None or another object: PyTorch's RuntimeError (a TypeError too)
+        from .errors import DTypeRuntimeError
+
+        raise DTypeRuntimeError(f"tensor: could not infer a dtype for data of NumPy kind "
+                                f"{arr.dtype} (an element is not a number)", op="tensor")
     raise DTypeError(f"cannot make a tensor from data of NumPy kind {arr.dtype}")
 
 
@@ -434,6 +452,8 @@ def _leaf_kinds(data, found: set) -> None:
             found.update(x.dtype for x in data if type(x) is np.ndarray)
         elif issubclass(t, np.generic):
             found.add(np.dtype(t))
+        elif issubclass(t, Tensor):
+            found.add(Tensor)
         else:
             found.add("b" if t is bool else "i" if issubclass(t, int) else "f")
 
@@ -484,9 +504,13 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
             data = torch_values(data)
         if isinstance(data, np.ndarray):
             dt = _dt.get_dtype(dtype) if dtype is not None else _dt.from_numpy_dtype(data.dtype)
-        elif isinstance(data, (list, tuple)) and _holds_tensors(data):
-            out = _stack([tensor(x, dtype=dtype, device=device) for x in data])
-            return out.requires_grad_(True) if requires_grad else out
+        elif isinstance(data, (list, tuple)):
+            kinds: set = set()
+            _leaf_kinds(data, kinds)  # one walk of the leaves' types: tensors among them?
+            if Tensor in kinds:  # each tensor one scalar, as PyTorch reads them
+                data, dt = _from_tensor_list(data, dtype)
+            else:
+                dt = _dt.get_dtype(dtype) if dtype is not None else _infer_dtype(data, kinds)
         else:
             dt = _dt.get_dtype(dtype) if dtype is not None else _infer_dtype(data)
         try:
@@ -500,11 +524,8 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
 
 
 # ops.movement.stack, bound by _methods.py: stack is an op, and ops sit above this file
-_stack = None
-
-
-def _holds_tensors(data) -> bool:
-    return any(isinstance(x, Tensor) for x in data)
+# factories.from_tensor_list, installed by factories (a layer above this file)
+_from_tensor_list = None
 
 
 def as_tensor(data, dtype=None, device=None) -> Tensor:

@@ -235,7 +235,7 @@ def test_collate_tuples_and_numbers():
     assert ints.dtype is sf.int64 and np.asarray(ints).tolist() == [1, 3]
     assert floats.dtype is sf.float64 and np.asarray(floats).tolist() == [2.5, 4.5]
     assert bools.dtype is sf.bool and np.asarray(bools).tolist() == [True, False]
-    assert strs == ["a", "b"]
+    assert strs == ("a", "b")  # a column of strings stays the tuple zip gives, as in PyTorch
 
 
 def test_collate_dicts_nested():
@@ -246,7 +246,7 @@ def test_collate_dicts_nested():
     assert out["x"].shape == (3, 2, 2) and out["x"].dtype is sf.float32
     assert np.asarray(out["x"])[:, 0, 0].tolist() == [0.0, 1.0, 2.0]
     assert np.asarray(out["meta"]["id"]).tolist() == [0, 1, 2]
-    assert out["meta"]["tag"][0] == ["p", "p", "p"]
+    assert out["meta"]["tag"][0] == ("p", "p", "p")  # as PyTorch: the tuple zip gives
     od = default_collate([collections.OrderedDict(b=1, a=2)] * 2)
     assert isinstance(od, collections.OrderedDict) and list(od) == ["b", "a"]
 

@@ -48,6 +48,13 @@ def assert_saved_matches_declared(out: sf.Tensor) -> None:
                 assert arr.dtype == entry.dtype.np, (node, entry, arr.dtype)
 
 
+def assert_data_matches(t: sf.Tensor, what: str = "output") -> None:
+    """Invariant: a tensor's data has exactly its declared shape and dtype."""
+    arr = t.detach().numpy()
+    assert tuple(arr.shape) == tuple(t.shape), (what, "data shape", arr.shape, t.shape)
+    assert arr.dtype == t.dtype.np, (what, "data dtype", arr.dtype, t.dtype)
+
+
 def check_op(sf_fn, torch_fn, *inputs, grad=True, rtol=1e-5, atol=1e-6, gradcheck=True,
              meta=True, seed=0):
     """Run sf_fn and torch_fn on the same inputs (numpy arrays or non-array args) and compare.
@@ -77,6 +84,7 @@ def check_op(sf_fn, torch_fn, *inputs, grad=True, rtol=1e-5, atol=1e-6, gradchec
     refs = ref if isinstance(ref, (tuple, list)) else (ref,)
     assert len(outs) == len(refs)
     for o, r in zip(outs, refs):
+        assert_data_matches(o)
         assert tuple(o.shape) == tuple(r.shape), (o.shape, r.shape)
         assert TORCH_DTYPES[o.dtype] == r.dtype, (o.dtype, r.dtype)
         np.testing.assert_allclose(o.detach().numpy().astype(np.float64),
@@ -95,9 +103,12 @@ def check_op(sf_fn, torch_fn, *inputs, grad=True, rtol=1e-5, atol=1e-6, gradchec
             for i in wrt:
                 gs, gt = sf_in[i].grad, t_in[i].grad
                 if gt is None:
+                    if gs is not None:
+                        assert_data_matches(gs, f"grad of input {i}")
                     assert gs is None or np.all(gs.numpy() == 0)
                     continue
                 assert gs is not None, f"no grad for input {i}"
+                assert_data_matches(gs, f"grad of input {i}")
                 np.testing.assert_allclose(gs.numpy(), gt.numpy(), rtol=max(rtol, 1e-4),
                                            atol=max(atol, 1e-5))
             if gradcheck:

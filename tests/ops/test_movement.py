@@ -261,11 +261,11 @@ def test_masked_fill_inplace_cannot_broadcast_self():
         sf.zeros(3).masked_fill_(sf.ones(2, 3, dtype=sf.bool), 1.0)
 
 
-def test_masked_fill_value_tensor_gets_no_grad():
+def test_masked_fill_value_tensor_gets_the_filled_places_gradient():
     x = sf.zeros(3, requires_grad=True)
     v = sf.tensor(2.0, requires_grad=True)
     x.masked_fill(sf.tensor([True, False, True]), v).sum().backward()
-    assert v.grad is None and x.grad.tolist() == [0, 1, 0]
+    assert v.grad.item() == 2 and x.grad.tolist() == [0, 1, 0]  # as PyTorch
 
 
 # ---- grad of grad ----------------------------------------------------------------------------

@@ -7,6 +7,7 @@ The op lists and the casts are `ops/autocast.py`'s; the state is per thread
 from __future__ import annotations
 
 import functools
+import threading
 import warnings
 
 from .. import dtypes as _dt
@@ -52,11 +53,14 @@ class autocast:  # noqa: N801  (PyTorch's name)
                           "autocast.\nCPU Autocast only supports dtype of torch.bfloat16, "
                           "torch.float16 currently.", stacklevel=2)
             self._enabled = False
-        self._prev: list = []
+        # thread id -> the states this instance replaced there, innermost last: one instance
+        # may be entered by several threads at once, and re-entered within one
+        self._prev: dict[int, list] = {}
 
     def __enter__(self) -> autocast:
         st = state
-        self._prev.append((st.enabled, st.dtype, st.cache_enabled))
+        self._prev.setdefault(threading.get_ident(), []).append(
+            (st.enabled, st.dtype, st.cache_enabled))
         st.nesting += 1
         st.dtype = self.fast_dtype
         st.cache_enabled = self._cache_enabled
@@ -68,7 +72,11 @@ class autocast:  # noqa: N801  (PyTorch's name)
         st.nesting -= 1
         if st.nesting == 0:
             st.cache.clear()  # the low-precision weight copies live one outermost region
-        enabled, st.dtype, st.cache_enabled = self._prev.pop()
+        tid = threading.get_ident()
+        stack = self._prev[tid]
+        enabled, st.dtype, st.cache_enabled = stack.pop()
+        if not stack:  # dropped, so that ended threads leave nothing behind
+            del self._prev[tid]
         st.set_enabled(enabled)
         return False
 

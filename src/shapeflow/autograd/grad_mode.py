@@ -10,7 +10,10 @@ modes only when it is False.
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
+
+from ..errors import GraphError
 
 
 class _Hot:
@@ -80,7 +83,10 @@ def set_enabled(mode: bool) -> None:
 
 
 class _GradMode:
-    """Context manager and decorator setting grad mode, restoring the old one after."""
+    """Context manager and decorator setting grad mode, restoring the old one after.
+
+    On a generator function it covers each resume, not the caller between them (as PyTorch).
+    """
 
     mode = True
 
@@ -95,6 +101,11 @@ class _GradMode:
 
     def __call__(self, fn):
         mode = self.mode
+        if inspect.isclass(fn):
+            raise GraphError(f"{type(self).__name__} cannot decorate a class",
+                             hint="decorate its methods, or use it as a context manager")
+        if inspect.isgeneratorfunction(fn):
+            return _wrap_generator(mode, fn)
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
@@ -108,22 +119,71 @@ class _GradMode:
         return wrapper
 
 
-class no_grad(_GradMode):
+class _Mode(_GradMode):
+    """A fresh manager per resume of a decorated generator (so nesting never shares prev)."""
+
+    def __init__(self, mode: bool) -> None:
+        self.mode = mode
+
+
+def _wrap_generator(mode: bool, fn):
+    """fn's generators, each step (next, send, throw, close) run in grad mode `mode`."""
+
+    @functools.wraps(fn)
+    def generator(*args, **kwargs):
+        gen = fn(*args, **kwargs)
+        try:
+            with _Mode(mode):
+                response = gen.send(None)
+            while True:
+                try:
+                    request = yield response
+                except GeneratorExit:
+                    with _Mode(mode):
+                        gen.close()
+                    raise
+                except BaseException as e:
+                    with _Mode(mode):
+                        response = gen.throw(e)
+                else:
+                    with _Mode(mode):
+                        response = gen.send(request)
+        except StopIteration as e:
+            return e.value
+
+    return generator
+
+
+class _Bare(_GradMode):
+    """A mode usable bare as a decorator (`@no_grad`) as well as called (`@no_grad()`)."""
+
+    def __new__(cls, fn=None):
+        if fn is None:
+            return super().__new__(cls)
+        return cls()(fn)
+
+
+class no_grad(_Bare):
     """Ops inside record no graph (as `torch.no_grad`)."""
 
     mode = False
 
 
-class enable_grad(_GradMode):
+class enable_grad(_Bare):
     """Ops inside record the graph again (as `torch.enable_grad`)."""
 
     mode = True
 
 
 class inference_mode(_GradMode):
-    """Like no_grad: nothing is recorded (kept for PyTorch users)."""
+    """Like no_grad: nothing is recorded (kept for PyTorch users); also usable bare."""
 
     mode = False
+
+    def __new__(cls, mode=True):
+        if isinstance(mode, bool):
+            return super().__new__(cls)
+        return cls()(mode)  # @inference_mode without parentheses
 
     def __init__(self, mode: bool = True) -> None:
         self.mode = not mode
@@ -139,6 +199,10 @@ class set_grad_enabled(_GradMode):
 
     def __enter__(self):
         return self
+
+    def __call__(self, fn):
+        set_enabled(self.prev)  # as a decorator it only acts inside fn, as in PyTorch
+        return super().__call__(fn)
 
 
 def add_observer(fn) -> None:

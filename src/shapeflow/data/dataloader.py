@@ -9,15 +9,16 @@ default generator is used (`sf.manual_seed` fixes it).
 from __future__ import annotations
 
 import collections.abc as abc
+import copy
 import itertools
 
 import numpy as np
 
 from ..device import cpu
-from ..dtypes import from_numpy_dtype
-from ..errors import DTypeError, ShapeError
+from ..dtypes import float64
+from ..errors import DTypeError, ShapeError, ShapeRuntimeError
 from ..random import Generator, get_rng
-from ..tensor import Tensor, describe
+from ..tensor import Tensor, as_tensor, describe, tensor
 from .dataset import batch_fetcher
 
 # Indices are made and batched this many at a time: an epoch of any length (a RandomSampler
@@ -306,70 +307,100 @@ def _stream_batches(samples, batch_size, drop_last: bool, collate):
         yield collate(batch)
 
 
-def _wrap(arr: np.ndarray) -> Tensor:
-    return Tensor._make(arr, arr.shape, from_numpy_dtype(arr.dtype), cpu)
+class CollateKeyError(ShapeError, KeyError):
+    """A sample lacks a key that the batch's first sample has (KeyError, as in PyTorch)."""
 
 
-def _stack(arrays: list, samples: list) -> Tensor:
-    first = arrays[0].shape
-    for a, s in zip(arrays, samples):
-        if a.shape != first:
-            raise ShapeError(
+def _stack(batch: list) -> Tensor:
+    """Tensors stacked into a new first dim, promoting dtypes (torch.stack, graph kept)."""
+    from ..ops.movement import stack
+
+    first = batch[0].shape
+    for i, t in enumerate(batch):
+        if isinstance(t, Tensor) and t.shape != first:
+            raise ShapeRuntimeError(
                 f"default_collate: samples of different shapes cannot be stacked into a batch: "
-                f"{list(first)} and {list(a.shape)}",
+                f"{list(first)} and {list(t.shape)} (samples 0 and {i})",
                 op="default_collate",
-                operands=[("sample 0", describe(samples[0])), ("sample", describe(s))],
+                operands=[("sample 0", describe(batch[0])), (f"sample {i}", describe(t))],
                 hint="pad the samples to one shape, or pass a collate_fn",
             )
-    return _wrap(np.stack(arrays))
+    if all(type(t) is Tensor and t.device is cpu and t.dtype is batch[0].dtype
+           and not t.requires_grad for t in batch):
+        # the common case, plain data: one np.stack, ~6x quicker than the op's unsqueeze + cat
+        arr = np.stack([t.data for t in batch])
+        return Tensor._make(arr, arr.shape, batch[0].dtype, cpu)
+    return stack(batch)  # promotes dtypes, records the graph, raises for a non-tensor
+
+
+def _clone_with(elem, items):
+    """`elem`'s container type holding `items` (pairs for a mapping), as PyTorch rebuilds it:
+    a mutable one copied and filled, another built from them, a plain one if that fails."""
+    mapping = isinstance(elem, abc.Mapping)
+    try:
+        if isinstance(elem, abc.MutableMapping if mapping else abc.MutableSequence):
+            clone = copy.copy(elem)
+            for key, value in items:
+                clone[key] = value
+            return clone
+        return type(elem)(dict(items) if mapping else [v for _, v in items])
+    except TypeError:
+        return dict(items) if mapping else [v for _, v in items]
 
 
 def default_collate(batch):
-    """Stack a list of samples into a batch, as PyTorch's `default_collate`.
+    """Stack a list of samples into a batch, by PyTorch's `default_collate` rules.
 
-    Tensors, NumPy arrays and NumPy scalars stack into a tensor with a new first dim;
-    Python ints become int64, floats float64, bools bool; strings stay a list; dicts
-    collate per key; tuples and lists collate per position (a tuple gives a list,
-    as in PyTorch; a namedtuple stays one).
+    Tensors stack (dtypes promoted); NumPy arrays become tensors and stack; NumPy scalars and
+    Python ints become `tensor(batch)` (its dtype inference), Python floats a float64 tensor;
+    strings and bytes stay as given; mappings, namedtuples and sequences collate per key or
+    position, keeping their type (a tuple gives a list).
     """
     elem = batch[0]
     if isinstance(elem, Tensor):
-        return _stack([t._need_data("default_collate") for t in batch], batch)
+        return _stack(batch)
     if isinstance(elem, np.ndarray):
         if elem.dtype.kind in "SaUO":
-            raise DTypeError(f"default_collate: cannot batch NumPy arrays of dtype {elem.dtype}")
-        return _stack([np.asarray(a) for a in batch], batch)
-    if isinstance(elem, np.generic) and elem.dtype.kind in "biuf":
-        return _wrap(np.array(batch))
-    if isinstance(elem, bool):
-        return _wrap(np.array(batch, dtype=np.bool_))
-    if isinstance(elem, int):
-        return _wrap(np.array(batch, dtype=np.int64))
+            raise DTypeError(f"default_collate: cannot batch NumPy arrays of dtype {elem.dtype}",
+                             op="default_collate", hint="pass a collate_fn for such samples")
+        return _stack([as_tensor(a) for a in batch])
+    if isinstance(elem, (np.bool_, np.number, np.object_)):  # before float: np.float64 is one
+        return tensor(batch)
     if isinstance(elem, float):
-        return _wrap(np.array(batch, dtype=np.float64))
+        return tensor(batch, dtype=float64)
+    if isinstance(elem, int):  # bools too: tensor() infers bool, int64 or float32
+        return tensor(batch)
     if isinstance(elem, (str, bytes)):
         return batch
     if isinstance(elem, abc.Mapping):
-        out = {key: default_collate([d[key] for d in batch]) for key in elem}
-        try:
-            return type(elem)(out)
-        except TypeError:
-            return out
+        return _clone_with(elem, [(key, default_collate(_column(batch, key))) for key in elem])
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # namedtuple
         return type(elem)(*(default_collate(list(s)) for s in zip(*batch)))
     if isinstance(elem, abc.Sequence):
-        size = len(elem)
-        if any(len(e) != size for e in batch):
-            raise RuntimeError("default_collate: each element in list of batch should be of "
-                               f"equal size, got sizes {sorted({len(e) for e in batch})}")
-        columns = [default_collate(list(s)) for s in zip(*batch)]
+        if any(len(e) != len(elem) for e in batch):
+            raise ShapeRuntimeError(
+                "default_collate: each element in list of batch should be of equal size, got "
+                f"sizes {[len(e) for e in batch]}", op="default_collate",
+                hint="pad the samples to one length, or pass a collate_fn")
+        columns = [default_collate(s) for s in zip(*batch)]  # each column a tuple, as PyTorch's
         if isinstance(elem, tuple):
             return columns
-        try:
-            return type(elem)(columns)
-        except TypeError:
-            return columns
+        return _clone_with(elem, list(enumerate(columns)))
     raise DTypeError(
-        "default_collate: a batch must contain tensors, NumPy arrays, numbers, strings, dicts "
-        f"or lists; found {type(elem).__name__}"
-    )
+        "default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; "
+        f"found {type(elem)}", op="default_collate", hint="pass a collate_fn for such samples")
+
+
+def _column(batch: list, key) -> list:
+    """Each sample's value at `key`: the batch's column for one key of its mappings."""
+    out = []
+    for i, d in enumerate(batch):
+        if not isinstance(d, abc.Mapping):
+            raise DTypeError(f"default_collate: sample {i} is a {type(d).__name__} in a batch "
+                             "of mappings", op="default_collate")
+        if key not in d:
+            raise CollateKeyError(f"default_collate: sample {i} has no key {key!r}, which "
+                                  "sample 0 has", op="default_collate",
+                                  hint="give every sample the same keys, or pass a collate_fn")
+        out.append(d[key])
+    return out

@@ -11,7 +11,7 @@ from ..autograd.autocast_state import hot as _autocast_hot
 from ..backend import gemm
 from ..dtypes import float32, float64, promote_types
 from ..errors import DTypeError, ShapeError, ShapeRuntimeError
-from ..shape import broadcast_shapes, dims_equal, format_shape
+from ..shape import broadcast_shapes, dims_equal, format_shape, prod_dims
 from ..tensor import Tensor, describe
 from . import autocast as _autocast
 from .base import LAYER_INPUT, Op, Saved, apply
@@ -92,9 +92,10 @@ class Matmul(Op):
         if a is not None and self.fold:
             # b [k, n] met every matrix of a: one [k, rows] @ [rows, n] product sums them in
             # the accumulator (as PyTorch folds them), not after rounding each one
-            k, n = a.shape[-1], g.shape[-1]
+            # rows spelled out, not -1: a zero-size k or n leaves -1 unsolvable
+            rows = prod_dims(tuple(a.shape[:-1]))
             return (g @ b.mT if b is not None else None,
-                    a.reshape(-1, k).mT @ g.reshape(-1, n))
+                    a.reshape(rows, a.shape[-1]).mT @ g.reshape(rows, g.shape[-1]))
         # the engine sums over batch dims an operand was broadcast along
         return (g @ b.mT if b is not None else None, a.mT @ g if a is not None else None)
 

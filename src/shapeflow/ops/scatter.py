@@ -203,6 +203,9 @@ class IndexCopy(IndexAdd):
         index = index.reshape(-1).astype(np.intp, copy=False)
         _check_bounds(index, x.shape[self.d] if x.ndim else 1, self.d, self.name)
         out = np.array(x, copy=True)
+        if x.ndim == 0:  # a 0-d input: infer checked that index holds one entry
+            out[...] = source
+            return out
         out[(slice(None),) * self.d + (index,)] = source
         return out
 

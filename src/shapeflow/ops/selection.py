@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dt
-from ..errors import DeviceError, DTypeError, ShapeError
+from ..errors import DeviceError, DTypeError, ShapeError, ShapeIndexError
 from ..shape import broadcast_shapes, dims_equal, format_shape, normalize_dim
 from ..tensor import Tensor, describe, from_numpy
 from .base import X1, Op, apply
@@ -285,6 +285,10 @@ def take_along_dim(x: Tensor, indices: Tensor, dim: int | None = None) -> Tensor
             f"take_along_dim: input and indices should have the same number of dimensions, "
             f"but got {x.ndim} dimensions for input, and {indices.ndim} dimensions for indices",
             op="take_along_dim", operands=[("input", describe(x)), ("indices", describe(indices))])
+    if x.ndim == 0:  # PyTorch: IndexError, a 0-d tensor has no dim (dim=None works)
+        raise ShapeIndexError(f"take_along_dim: dim {dim} given for a 0-d input, which has no "
+                              "dims", op="take_along_dim", operands=[("input", describe(x))],
+                              hint="leave dim out to index the flattened input")
     d = normalize_dim(dim, x.ndim, "take_along_dim")
     xs, ins = list(x.shape), list(indices.shape)
     xs[d] = ins[d] = 1

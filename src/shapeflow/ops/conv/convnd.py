@@ -143,6 +143,13 @@ def _transpose(op, input, weight, bias, s, p, o, d, groups) -> Tensor:
             raise ShapeError(f"{op}: the output {what} would be {size}: padding is too large "
                              f"for the input {format_shape(input.shape)}", op=op,
                              operands=[("input", describe(input)), ("weight", describe(weight))])
+    # output_padding >= stride (allowed when < dilation) adds whole strides: conv2d from
+    # [oh, ow] has that many more output rows/cols, which read x's zero extension
+    extra = (o[0] // s[0], o[1] // s[1])
+    if any(extra):
+        from ..movement import pad
+
+        x = pad(x, (0, extra[1], 0, extra[0]))
     spec = _ConvSpec(s, (p[0], p[0], p[1], p[1]), d, groups)
     out = apply(ConvTranspose2d(spec, (N, Cg * groups, oh, ow)), x, weight)
     if bias is not None:

@@ -1,4 +1,5 @@
-"""Factorizations: cholesky, qr, svd (svdvals), eigh (eigvalsh), with PyTorch's gradients.
+"""Factorizations: cholesky, qr, svd (svdvals), eigh (eigvalsh), pinv, with PyTorch's
+gradients.
 
 qr, svd and eigh have several outputs: the op returns them packed in one tensor [*batch,
 total] and the functions hand out views of it, so each output's gradient reaches the one
@@ -13,7 +14,7 @@ import numpy as np
 
 from ...errors import GraphError, ShapeError
 from ...tensor import Tensor
-from ..base import OUT, Op, apply
+from ..base import OUT, X0, Op, apply
 from ._common import check_matrix, lapack, pack, split_grad, unpack
 from .inverse import Solve
 
@@ -25,6 +26,12 @@ _KEEP_OUT = (OUT,)
 
 def _solve(a: Tensor, b: Tensor) -> Tensor:
     return apply(Solve(), a, b)
+
+
+def _zeros(like: Tensor) -> Tensor:
+    from ...factories import zeros
+
+    return zeros(*like.shape, dtype=like.dtype, device=like.device)
 
 
 def _diag(v: Tensor) -> Tensor:
@@ -96,24 +103,45 @@ class QR(Op):
 
     def backward(self, g):
         m, n = self.mn
-        if self.mode == "r" or m < n or (self.mode == "complete" and m > n):
+        if self.mode == "r" or (self.mode == "complete" and m > n):
             raise GraphError(
-                f"linalg.qr: the gradient is implemented for mode='reduced' with m >= n "
-                f"(got mode={self.mode!r}, a {m} x {n} input)", op=self.name,
-                hint="use mode='reduced' on a tall or square input")
+                f"linalg.qr: the gradient needs Q and is only defined for mode='reduced' "
+                f"(or 'complete' with m <= n) (got mode={self.mode!r}, a {m} x {n} input)",
+                op=self.name, hint="use mode='reduced'")
         (packed,) = self.saved_tensors
         q, r = unpack(packed, self.shapes)
         gq, gr = split_grad(g, self.shapes)
-        # (gQ + Q copyltu(M)) R^-T with M = R gR^T - gQ^T Q (Liao et al. 2019)
-        m_ = 0
+        if m >= n:
+            return (_qr_backward(q, r, gq, gr),)
+        # wide (as PyTorch): A = [X | Y], R = [U | V] with X = Q U and Y = Q V, so V = Q^T Y
+        # sends gY = Q gV, and Q gets Y gV^T more before the square backward of X = Q U
+        u, v = r[..., :, :m], r[..., :, m:]
+        gu = gv = None
         if gr is not None:
-            m_ = r @ gr.mT
-        if gq is not None:
-            m_ = m_ - gq.mT @ q
-        low = m_.tril(-1)
-        sym = low + low.mT + _diag(m_.diagonal(0, -2, -1))
-        b = q @ sym if gq is None else gq + q @ sym
-        return (_solve(r, b.mT).mT,)
+            gu, gv = gr[..., :, :m], gr[..., :, m:]
+            extra = (q @ v) @ gv.mT
+            gq = extra if gq is None else gq + extra
+        gx = _qr_backward(q, u, gq, gu)
+        gy = _zeros(v) if gv is None else q @ gv
+        from ..movement import cat
+
+        return (cat([gx, gy], -1),)
+
+
+def _qr_backward(q: Tensor, r: Tensor, gq, gr) -> Tensor:
+    """A's gradient for A = Q R with R square (m >= n): gQ or gR may be None (unused)."""
+    # (gQ + Q copyltu(M)) R^-T with M = R gR^T - gQ^T Q (Liao et al. 2019)
+    if gq is None and gr is None:
+        return _zeros(q @ r)
+    m_ = 0
+    if gr is not None:
+        m_ = r @ gr.mT
+    if gq is not None:
+        m_ = m_ - gq.mT @ q
+    low = m_.tril(-1)
+    sym = low + low.mT + _diag(m_.diagonal(0, -2, -1))
+    b = q @ sym if gq is None else gq + q @ sym
+    return _solve(r, b.mT).mT
 
 
 def qr(a: Tensor, mode: str = "reduced"):
@@ -305,9 +333,77 @@ def eigvalsh(a: Tensor, UPLO: str = "L") -> Tensor:  # noqa: N803
     return eigh(a, UPLO).eigenvalues
 
 
+class Pinv(Op):
+    """The Moore-Penrose pseudo-inverse; its gradient is written with pinv itself, so it
+    stays finite where singular values repeat (no 1 / (s_i^2 - s_j^2) terms)."""
+
+    name = "linalg.pinv"
+
+    def __init__(self, atol, rtol, hermitian: bool) -> None:
+        self.atol, self.rtol, self.hermitian = atol, rtol, hermitian
+
+    def infer(self, a):
+        check_matrix(self.name, a, square=self.hermitian)
+        return tuple(a.shape[:-2]) + (a.shape[-1], a.shape[-2]), a.dtype
+
+    def saved(self, a, out):
+        return (X0, OUT)
+
+    def forward(self, a):
+        m, n = a.shape[-2], a.shape[-1]
+        if a.size == 0:
+            return np.zeros(a.shape[:-2] + (n, m), a.dtype)
+        if self.hermitian:  # as PyTorch: eigh of the lower triangle, cut on |eigenvalues|
+            w, v = lapack(self.name, "the eigenvalue algorithm did not converge",
+                          np.linalg.eigh, a)
+            keep = np.abs(w) > self._tolerance(np.abs(w).max(-1, keepdims=True), a)
+            inv = np.where(keep, 1.0 / np.where(keep, w, 1.0), 0.0)
+            return ((v * inv[..., None, :]) @ np.swapaxes(v, -1, -2)).astype(a.dtype)
+        u, s, vh = lapack(self.name, "the SVD did not converge", np.linalg.svd, a, False)
+        keep = s > self._tolerance(s[..., :1], a)
+        inv = np.where(keep, 1.0 / np.where(keep, s, 1.0), 0.0)
+        return (np.swapaxes(vh, -1, -2) * inv[..., None, :]) @ np.swapaxes(u, -1, -2)
+
+    def _tolerance(self, top: np.ndarray, a: np.ndarray) -> np.ndarray:
+        """max(atol, rtol * largest) per matrix [..., 1]; rtol's default as PyTorch's."""
+        atol = np.asarray(0.0 if self.atol is None else self.atol, np.float64)
+        rtol = self.rtol
+        if rtol is None:  # eps * max(m, n), or 0 where a positive atol is given
+            default = np.finfo(a.dtype).eps * max(a.shape[-2], a.shape[-1])
+            rtol = default if self.atol is None else np.where(atol > 0, 0.0, default)
+        rtol = np.asarray(rtol, np.float64)
+        return np.maximum(atol[..., None], rtol[..., None] * top)
+
+    def backward(self, g):
+        a, p = self.saved_tensors
+        # PyTorch's pinv_backward (the smaller products first for wide or tall A)
+        m, n = a.shape[-2], a.shape[-1]
+        ph, gh = p.mT, g.mT
+        if m <= n:
+            k = gh @ p
+            kph = k @ ph
+            return (-(p @ k).mT + kph - (a @ p) @ kph + (ph @ p) @ (gh - k @ a),)
+        k = p @ gh
+        phk = ph @ k
+        return (-(k @ p).mT + (gh - a @ k) @ p @ ph + phk - phk @ p @ a,)
+
+
+def pinv(a: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
+    """The Moore-Penrose pseudo-inverse: singular values (|eigenvalues| when hermitian) at
+    or below max(atol, rtol * largest) count as 0; rtol defaults to eps * max(m, n)."""
+    return apply(Pinv(_number(atol), _number(rtol), hermitian), a)
+
+
+def _number(tol):
+    """A tolerance as a float or an array (a Tensor's values: they get no gradient)."""
+    if isinstance(tol, Tensor):
+        return tol.detach().numpy()
+    return tol
+
+
 def cholesky(a: Tensor, *, upper: bool = False) -> Tensor:
     """L (lower triangular) with A = L L^T for symmetric positive-definite A; U = L^T if upper."""
     return apply(Cholesky(upper), a)
 
 
-__all__ = ["cholesky", "qr", "svd", "svdvals", "eigh", "eigvalsh"]
+__all__ = ["cholesky", "qr", "svd", "svdvals", "eigh", "eigvalsh", "pinv"]

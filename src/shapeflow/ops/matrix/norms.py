@@ -13,7 +13,7 @@ from ..reduce import amax, amin
 from ..reduce import norm as _norm
 from ..reduce import sum as sum_
 from ._common import check_float, check_matrix
-from .decompositions import svd, svdvals
+from .decompositions import pinv, svdvals
 from .products import cross as _cross
 
 
@@ -76,19 +76,6 @@ def norm(a: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None) ->
         raise ShapeError(f"linalg.norm: with ord, the input must be 1-D or 2-D, got "
                          f"{describe(a)}", op="linalg.norm", hint="pass dim, or flatten first")
     return vector_norm(a, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
-
-
-def pinv(a: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
-    """The Moore-Penrose pseudo-inverse, from the SVD; singular values at or below
-    max(atol, rtol * largest) count as 0 (rtol defaults to eps * max(m, n))."""
-    from ..elementwise import where
-
-    check_matrix("linalg.pinv", a, square=False)
-    u, s, vh = svd(a, full_matrices=False)
-    cut = _cutoff(a, s, atol, rtol)
-    keep = s > cut
-    inv_s = where(keep, 1.0 / where(keep, s, 1.0), 0.0)
-    return (vh.mT * inv_s.unsqueeze(-2)) @ u.mT
 
 
 def _cutoff(a: Tensor, s: Tensor, atol, rtol) -> Tensor:

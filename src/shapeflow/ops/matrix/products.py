@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ...autograd.autocast_state import hot as _autocast_hot
 from ...errors import DTypeError, ShapeError
-from ...shape import broadcast_shapes, normalize_dim
+from ...shape import broadcast_shapes, normalize_dim, prod_dims
 from ...tensor import Tensor, describe
 from .. import autocast as _autocast
 from ..inplace import inplace_method as _inplace
@@ -151,8 +151,9 @@ def tensordot(a: Tensor, b: Tensor, dims=2) -> Tensor:
     for i in da:
         k *= a.shape[i]
     out_shape = tuple(a.shape[i] for i in free_a) + tuple(b.shape[j] for j in free_b)
-    am = reshape(permute(a, free_a + da), (-1, k))
-    bm = reshape(permute(b, db + free_b), (k, -1))
+    # sizes spelled out, not -1: a zero-size k leaves -1 unsolvable
+    am = reshape(permute(a, free_a + da), (prod_dims(a.shape[i] for i in free_a), k))
+    bm = reshape(permute(b, db + free_b), (k, prod_dims(b.shape[j] for j in free_b)))
     return reshape(mm(am, bm), out_shape)
 
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from ... import dtypes as _dt
 from ...device import meta
-from ...errors import DTypeError, ShapeError
+from ...errors import DTypeError, ShapeError, ShapeIndexError, ShapeRuntimeError
 from ...shape import broadcast_shapes, normalize_dim
 from ...tensor import Tensor, describe
 from ..base import Op, apply
@@ -27,6 +27,10 @@ class Roll(Op):
         self.shifts, self.dims = shifts, dims
 
     def infer(self, x):
+        if x.ndim == 0:  # PyTorch: dims name nothing on a 0-d tensor (dims=None rolls it)
+            raise ShapeIndexError(f"roll: dims {self.dims} given for a 0-d tensor, which has "
+                                  "no dims", op="roll", operands=[("input", describe(x))],
+                                  hint="leave dims out to roll the flattened tensor")
         self.axes = tuple(normalize_dim(d, x.ndim, "roll") for d in self.dims)
         return x.shape, x.dtype
 
@@ -140,11 +144,14 @@ def repeat_interleave(x: Tensor, repeats=None, dim: int | None = None, *,
                              "which a meta tensor does not have", op="repeat_interleave")
         idx = np.repeat(np.arange(counts.shape[0]), counts.data)
         return Tensor._make(idx, idx.shape, _dt.int64, counts.device)
+    if x.ndim == 0 and dim is not None:  # PyTorch: a 0-d tensor has no dim to repeat along
+        raise ShapeIndexError(f"repeat_interleave: dim {dim} given for a 0-d tensor, which has "
+                              "no dims", op="repeat_interleave",
+                              operands=[("input", describe(x))],
+                              hint="leave dim out to repeat the flattened tensor")
     if dim is None:
         x, dim = reshape(x, -1), 0
-    d = normalize_dim(dim, x.ndim, "repeat_interleave") if x.ndim else 0
-    if x.ndim == 0:
-        x = reshape(x, (1,))
+    d = normalize_dim(dim, x.ndim, "repeat_interleave")
     if isinstance(repeats, Tensor):
         if repeats.dtype.category != 1:
             raise DTypeError(f"repeat_interleave: repeats must be integers, got {repeats.dtype}",
@@ -323,6 +330,13 @@ class Fold(Op):
 
 def unfold(x: Tensor, dimension: int, size: int, step: int) -> Tensor:
     """Tensor.unfold: windows of `size` every `step` along `dimension`, a new last dim."""
+    if x.ndim == 0:  # PyTorch: one window of the one element (or none), no window dim
+        normalize_dim(dimension, 0, "unfold")
+        if step <= 0 or not 0 <= size <= 1:
+            raise ShapeRuntimeError(f"unfold: a 0-d tensor takes size 0 or 1 and step > 0, "
+                                    f"got size {size}, step {step}", op="unfold",
+                                    operands=[("input", describe(x))])
+        return reshape(x, (1,))[:size]
     return _view_apply(Unfold(dimension, size, step), x)
 
 

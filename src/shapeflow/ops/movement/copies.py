@@ -80,7 +80,8 @@ class Flip(Op):
         self.dims = dims
 
     def infer(self, x):
-        self.axes = normalize_dims(self.dims, x.ndim, "flip") if x.ndim else ()
+        axes = normalize_dims(self.dims, x.ndim, "flip")  # checks the dims on 0-d too
+        self.axes = axes if x.ndim else ()
         return x.shape, x.dtype
 
     def forward(self, x):

@@ -27,6 +27,14 @@ def _check_bounds(index: np.ndarray, n: int, d: int, op: str) -> None:
                                 op=op)
 
 
+def _check_scalar_index(index: Tensor, op: str) -> None:
+    """Into a 0-d tensor the index holds exactly one entry (PyTorch: RuntimeError)."""
+    n = index.shape.numel()
+    if type(n) is int and n != 1:
+        raise ShapeRuntimeError(f"{op}: an index into a 0-d tensor must hold one entry, got "
+                                f"{n}", op=op, operands=[("index", describe(index))])
+
+
 class IndexSelect(Op):
     name = "index_select"
 
@@ -40,6 +48,9 @@ class IndexSelect(Op):
                                     op="index_select", operands=[("index", describe(index))])
         self.d = normalize_dim(self.dim, x.ndim, "index_select")
         self.in_shape = x.shape
+        if x.ndim == 0:
+            _check_scalar_index(index, "index_select")
+            return (), x.dtype
         shape = list(x.shape)
         shape[self.d] = index.shape[0] if index.ndim else 1
         return tuple(shape), x.dtype
@@ -49,6 +60,9 @@ class IndexSelect(Op):
 
     def forward(self, x, index):
         index = index.reshape(-1).astype(np.intp, copy=False)
+        if x.ndim == 0:
+            _check_bounds(index, 1, 0, "index_select")
+            return x.copy()
         _check_bounds(index, x.shape[self.d], self.d, "index_select")
         return np.take(x, index, axis=self.d)
 
@@ -79,7 +93,10 @@ class IndexAdd(Op):
                 "index_add: index must be 1-d", op="index_add", operands=operands)
         self.d = d = normalize_dim(self.dim, x.ndim, "index_add")
         want = list(x.shape)
-        want[d] = index.shape[0] if index.ndim else 1
+        if x.ndim == 0:
+            _check_scalar_index(index, "index_add")
+        else:
+            want[d] = index.shape[0] if index.ndim else 1
         if source.ndim != x.ndim or not all(
                 dims_equal(a, b) for a, b in zip(source.shape, want)):
             raise ShapeRuntimeError(f"index_add: source must have shape {format_shape(want)}",
@@ -91,9 +108,13 @@ class IndexAdd(Op):
 
     def forward(self, x, index, source):
         index = index.reshape(-1).astype(np.intp, copy=False)
-        _check_bounds(index, x.shape[self.d], self.d, "index_add")
         out = np.array(x, copy=True)
         src = source if self.alpha == 1 else source * self.alpha
+        if x.ndim == 0:  # one element: add through a [1] view of it
+            _check_bounds(index, 1, 0, "index_add")
+            np.add.at(out.reshape(1), index, src.reshape(1).astype(out.dtype, copy=False))
+            return out
+        _check_bounds(index, x.shape[self.d], self.d, "index_add")
         np.add.at(out, (slice(None),) * self.d + (index,), src.astype(out.dtype, copy=False))
         return out
 

@@ -54,9 +54,9 @@ class Gather(Op):
         return (X1,)
 
     def forward(self, x, index):
-        if x.ndim == 0:
+        if x.ndim == 0:  # the output has the index's shape ([k] or []), as in PyTorch
             _check_bounds(index, 1, 0, "gather")
-            return x.reshape(1)[index.reshape(1)].reshape(())
+            return x.reshape(1)[index.reshape(-1)].reshape(index.shape)
         _check_bounds(index, x.shape[self.d], self.d, "gather")
         lim = tuple(slice(None) if j == self.d else slice(0, s) for j, s in
                     enumerate(index.shape))
@@ -123,9 +123,9 @@ class ScatterAdd(Op):
     def forward(self, x, index, src=None):
         out = np.array(x, copy=True)
         if x.ndim == 0:
-            out, index = out.reshape(1), index.reshape(1)
+            out, index = out.reshape(1), index.reshape(-1)  # the index may hold k entries
             if src is not None:
-                src = src.reshape(1)
+                src = src.reshape(-1)
         _check_bounds(index, out.shape[self.d], self.d, self.name)
         coords = _scatter_coords(index.astype(np.intp, copy=False), self.d)
         if src is None:

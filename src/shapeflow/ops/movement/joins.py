@@ -9,7 +9,7 @@ from ...errors import DTypeError, ShapeRuntimeError
 from ...shape import dims_equal, format_shape, normalize_dim, prod_dims
 from ...tensor import Tensor, describe
 from ..base import Op, apply
-from .slicing import Index, _as_bound, _index_view
+from .slicing import Index, _as_bound, _index_view, _no_dims
 from .views import _view_apply, unsqueeze
 
 
@@ -40,6 +40,7 @@ def _split_sizes(x: Tensor, d: int, split_size, op: str) -> list:
 
 
 def split(x: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
+    _no_dims(x, "split")
     d = normalize_dim(dim, x.ndim, "split")
     if isinstance(split_size_or_sections, (list, tuple)):
         sizes = [_as_bound(s, "split") for s in split_size_or_sections]
@@ -69,6 +70,7 @@ def split(x: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
 def chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple:
     if type(chunks) is not int or chunks <= 0:
         raise ShapeRuntimeError(f"chunk: chunks must be a positive int, got {chunks!r}", op="chunk")
+    _no_dims(x, "chunk")
     d = normalize_dim(dim, x.ndim, "chunk")
     n = x.shape[d]
     if type(n) is int:

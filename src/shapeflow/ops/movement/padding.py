@@ -38,13 +38,46 @@ class MaskedFill(Op):
         return apply(MaskedFill(0), g, mask), None
 
 
+class MaskedFillTensor(MaskedFill):
+    """masked_fill with a 0-d tensor value, which gets the gradient of the places it fills."""
+
+    def __init__(self) -> None:
+        pass
+
+    def infer(self, x, mask, value):
+        return MaskedFill.infer(self, x, mask)
+
+    def saved(self, x, mask, value, out):
+        return (X1,)
+
+    def forward(self, x, mask, value):
+        return np.where(mask, value.astype(x.dtype), x)
+
+    def backward(self, g):
+        (mask,) = self.saved_tensors
+        kept = apply(MaskedFill(0), g, mask)
+        gv = None
+        if self.needs_grad(2):
+            _, _, dtype = self.next[6:9]
+            gv = (g - kept).sum().to(dtype)  # g summed over the filled places
+        return kept, None, gv
+
+
 def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
-    if isinstance(value, Tensor):
-        value = value.item()  # the value gets no gradient
+    """x with value where mask (broadcast) is true; a tensor value must be 0-d."""
     if isinstance(mask, (np.ndarray, np.generic)):
         from ...tensor import from_numpy
 
         mask = from_numpy(np.asarray(mask))
+    if isinstance(value, Tensor):
+        if value.ndim != 0:
+            raise ShapeRuntimeError(
+                f"masked_fill: a tensor value must be 0-d, got {describe(value)}",
+                op="masked_fill", operands=[("value", describe(value))],
+                hint="pass a number, a 0-d tensor (v.squeeze()), or use where(mask, v, x)")
+        if value.requires_grad:
+            return apply(MaskedFillTensor(), x, mask, value)
+        value = value.item()
     return apply(MaskedFill(value), x, mask)
 
 

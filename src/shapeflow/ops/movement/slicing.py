@@ -137,7 +137,16 @@ def _index_view(x: Tensor, key, name: str) -> Tensor:
     return _view_apply(Index(key, name), x)
 
 
+def _no_dims(x: Tensor, op: str, cls=ShapeRuntimeError) -> None:
+    """PyTorch's split/narrow/unbind do not treat a 0-d tensor as having a dim 0."""
+    if x.ndim == 0:
+        raise cls(f"{op}: cannot be applied to a 0-d tensor, which has no dims", op=op,
+                  operands=[("input", describe(x))],
+                  hint="reshape it to 1-d first: x.reshape(1)")
+
+
 def narrow(x: Tensor, dim: int, start, length) -> Tensor:
+    _no_dims(x, "narrow")
     d = normalize_dim(dim, x.ndim, "narrow")
     n = x.shape[d]
     start, length = _as_bound(start, "narrow"), _as_bound(length, "narrow")
@@ -157,6 +166,7 @@ def select(x: Tensor, dim: int, index) -> Tensor:
 
 
 def unbind(x: Tensor, dim: int = 0) -> tuple:
+    _no_dims(x, "unbind", ShapeIndexError)
     d = normalize_dim(dim, x.ndim, "unbind")
     n = x.shape[d]
     if type(n) is not int:

@@ -113,6 +113,13 @@ class Reshape(View):
         return (g.reshape(self.in_shape),)
 
 
+def _negative_size(x: Tensor, target: tuple, i: int, rule: str) -> ShapeError:
+    return ShapeRuntimeError(
+        f"expand: the expanded size {target[i]} at dim {i} of {format_shape(target)} {rule}",
+        op="expand", operands=[("input", describe(x))],
+        hint="give every new leading dim its size" if i < len(target) - x.ndim else None)
+
+
 class Expand(View):
     name = "expand"
 
@@ -127,10 +134,16 @@ class Expand(View):
                 f"{format_shape(x.shape)}", op="expand", operands=[("input", describe(x))])
         lead = n - x.ndim
         out = list(target[:lead])
+        for i, t in enumerate(out):
+            if type(t) is int and t < 0:
+                raise _negative_size(x, target, i, "isn't allowed in a leading, new dim")
         for s, t in zip(x.shape, target[lead:]):
             if type(t) is int and t == -1:
                 out.append(s)
             elif type(s) is int and s == 1:
+                if type(t) is int and t < 0:
+                    raise _negative_size(x, target, len(out), "is invalid: only -1 (keep "
+                                         "the input's size) may be negative")
                 out.append(t)
             elif s is t or s == t:
                 out.append(s)
@@ -254,17 +267,17 @@ def squeeze(x: Tensor, dim=None) -> Tensor:
         dims = {i for i, s in enumerate(shape) if type(s) is int and s == 1}
     else:
         dims = {d for d in normalize_dims(dim, x.ndim, "squeeze")
-                if type(shape[d]) is int and shape[d] == 1}
+                if x.ndim and type(shape[d]) is int and shape[d] == 1}  # 0-d: dim 0/-1 ok
     if not dims:
         return x
     return _view_apply(Reshape(tuple(s for i, s in enumerate(shape) if i not in dims)), x)
 
 
 def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
-    if x.ndim == 0:
-        return reshape(x, (1,))
     s = normalize_dim(start_dim, x.ndim, "flatten")
     e = normalize_dim(end_dim, x.ndim, "flatten")
+    if x.ndim == 0:
+        return reshape(x, (1,))
     if s > e:
         raise ShapeRuntimeError(
             f"flatten: start_dim {start_dim} cannot come after end_dim {end_dim}",
@@ -277,6 +290,9 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 
 def unflatten(x: Tensor, dim: int, sizes) -> Tensor:
     d = normalize_dim(dim, x.ndim, "unflatten")
+    if x.ndim == 0:
+        raise ShapeRuntimeError("unflatten: a 0-d tensor has no dim to unflatten",
+                                op="unflatten", operands=[("input", describe(x))])
     shape = tuple(x.shape)
     sizes = infer_reshape((shape[d],), tuple(sizes), "unflatten")
     return reshape(x, shape[:d] + sizes + shape[d + 1:])
@@ -295,6 +311,8 @@ def movedim(x: Tensor, source, destination) -> Tensor:
     if len(set(src)) != len(src) or len(set(dst)) != len(dst):
         raise ShapeRuntimeError(f"movedim: repeated dim in source {src} or destination {dst}",
                                 op="movedim")
+    if n == 0:
+        return x  # a 0-d tensor: dims 0 and -1 name the tensor itself, as in PyTorch
     order = [None] * n
     for s, d in zip(src, dst):
         order[d] = s

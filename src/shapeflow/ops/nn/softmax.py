@@ -133,7 +133,9 @@ class Softmax(Op):
 
     def infer(self, x):
         _need_float(self.name, x)
-        self.axis = normalize_dim(self.dim, x.ndim, self.name) if x.ndim else 0
+        # on 0-d too: dims other than 0 and -1 are out of range there, as in PyTorch
+        self.axis = normalize_dim(self.dim, x.ndim, self.name) if x.ndim or \
+            self.dim is not None else 0
         return x.shape, x.dtype
 
     def saved(self, x, out):
