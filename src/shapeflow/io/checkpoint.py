@@ -1,10 +1,10 @@
-"""`save` / `load`: checkpoints as safetensors files, never pickle.
+"""`save` / `load`, as `torch.save` / `torch.load`: safetensors, or PyTorch's zip format.
 
-Tensors go into the file's tensor section, named by their path in the object
-(`fc.weight`, `state.0.exp_avg`), so a flat state dict is a plain safetensors
-file other tools read. Everything around them (dicts, lists, tuples, numbers,
-strings, None) goes as one JSON document under the metadata key "shapeflow",
-with tags where JSON alone would lose a type:
+A checkpoint of tensors (dicts, lists, tuples, numbers, strings, None, dtypes, tensors) is a
+safetensors file. Tensors go into the file's tensor section, named by their path in the
+object (`fc.weight`, `state.0.exp_avg`), so a flat state dict is a plain safetensors file
+other tools read. Everything around them goes as one JSON document under the metadata key
+"shapeflow", with tags where JSON alone would lose a type:
 
     {"$tensor": name}  {"$ndarray": name}  {"$tuple": [...]}  {"$dict": {str: ...}}
     {"$items": [[key, value], ...]} (a dict with non-str keys)  {"$odict": [[k, v], ...]}
@@ -15,6 +15,10 @@ Loading checks the whole header first (`header.py`), on every map_location, and 
 unpickles: a malformed file raises CheckpointError and nothing else. It opens the file once
 and reads header and tensors from that one descriptor, so a save renamed over the file
 meanwhile is never mixed in: a load returns one whole version.
+
+Any other object (a whole Module, a dataclass, a set) is written in PyTorch's zip format
+(`torch_zip.py`), and files `torch.save` wrote load through it: `load` tells the formats
+apart by their first bytes, and unpickles with `weights_only` semantics (`pickled.py`).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import contextlib
 import json
 import math
 import os
+import pickle
 import secrets
 import struct
 import sys
@@ -31,7 +36,7 @@ import sys
 import numpy as np
 
 from .. import dtypes as _dt
-from ..device import cpu
+from ..device import Device, cpu
 from ..errors import CheckpointError, DeviceError, ShapeflowError
 from ..tensor import Tensor
 from .header import (
@@ -123,8 +128,8 @@ class _Encoder:
         if isinstance(x, _dt.DType):
             return {"$dtype": x.name}
         raise TypeError(
-            f"save: cannot save a {t.__name__} at {_where(path)}: a checkpoint holds dicts, lists, "
-            "tuples, str, int, float, bool, None, dtypes and tensors"
+            f"save: cannot save a {t.__name__} at {_where(path)}: a safetensors checkpoint holds "
+            "dicts, lists, tuples, str, int, float, bool, None, dtypes and tensors"
         )
 
     def key(self, k, path):
@@ -144,15 +149,39 @@ def _write_bytes(f, data: bytes) -> None:
         f.write(view[start:start + _CHUNK])
 
 
-def save(obj, path) -> None:
-    """Write `obj` (a state dict, or any nesting of containers with tensors) to `path`.
+def save(obj, f, pickle_module=None, pickle_protocol: int = 2, *,
+         format: str | None = None) -> None:  # noqa: A002  (the name says what it picks)
+    """Write `obj` to `f` (a path, or a file object open for writing), as `torch.save`.
 
-    The file is safetensors; the write is atomic: a temporary file in the same folder,
-    flushed and fsynced, then renamed over `path`. If anything fails, `path` is untouched.
+    What a checkpoint of tensors holds (dicts, lists, tuples, numbers, str, dtypes, tensors)
+    is written as safetensors; anything else (a Module, a dataclass, a set) in PyTorch's own
+    zip format, which `torch.load` reads. `format="torch"` or `"safetensors"` picks one.
+    A path is written atomically: a temporary file, fsynced, renamed over `path`.
     """
+    if pickle_module is not None and pickle_module is not pickle:
+        raise TypeError("save: only Python's own pickle module is supported")
+    if format not in (None, "safetensors", "torch"):
+        raise ValueError(f"save: format is 'safetensors' or 'torch', not {format!r}")
+    data = None
+    if format != "torch":
+        try:
+            data = _safetensors_bytes(obj)
+        except TypeError as e:
+            if format == "safetensors":
+                raise
+            data = _pickled_bytes(obj, pickle_protocol, e)
+    else:
+        data = _pickled_bytes(obj, pickle_protocol, None)
+    if hasattr(f, "write"):
+        _write_bytes(f, data)
+        return
+    _write_atomic(os.fspath(f), data)
+
+
+def _safetensors_bytes(obj) -> bytes:
+    """`obj` as a safetensors file: TypeError for anything but containers and tensors."""
     from safetensors.numpy import save as st_save
 
-    path = os.fspath(path)
     enc = _Encoder()
     skeleton = enc.encode(obj, [])
     doc = json.dumps({"format": FORMAT, "version": VERSION, "obj": skeleton},
@@ -166,7 +195,27 @@ def save(obj, path) -> None:
     if n > MAX_HEADER:
         raise ValueError(f"save: the header (names and the JSON skeleton) takes {n} bytes, more "
                          f"than the {MAX_HEADER} safetensors allows")
+    return data
 
+
+def _pickled_bytes(obj, protocol: int, why: TypeError | None) -> bytes:
+    """`obj` in PyTorch's zip format; a TypeError naming what cannot be pickled."""
+    from . import torch_zip
+
+    if type(protocol) is not int or not 2 <= protocol <= pickle.HIGHEST_PROTOCOL:
+        raise ValueError(f"save: pickle_protocol is 2..{pickle.HIGHEST_PROTOCOL}, not "
+                         f"{protocol!r}")
+    try:
+        return torch_zip.write(obj, protocol)
+    except (pickle.PicklingError, TypeError, AttributeError) as e:
+        if isinstance(e, ShapeflowError):
+            raise
+        head = f"{why}; " if why is not None else "save: "
+        raise TypeError(f"{head}it cannot be pickled either ({e})") from e
+
+
+def _write_atomic(path: str, data: bytes) -> None:
+    """Write `data` to `path` through a fsynced temporary file renamed over it."""
     folder = os.path.dirname(os.path.abspath(path))
     tmp = os.path.join(folder, f".{os.path.basename(path)}.{secrets.token_hex(4)}.tmp")
     try:
@@ -259,20 +308,29 @@ class _Decoder:
         raise self.bad(f"unknown tag {short(tag)} or a bad value for it")
 
 
-def load(path, map_location=None, weights_only: bool = True):
-    """Read what `save` wrote (or any safetensors file: a dict of name -> tensor).
+def load(f, map_location=None, pickle_module=None, *, weights_only: bool | None = None,
+         mmap: bool | None = None, **pickle_load_args):
+    """Read what `save` or `torch.save` wrote (or any safetensors file), as `torch.load`.
 
-    `map_location="meta"` reads only the header: meta tensors with each shape and dtype,
-    no data. `weights_only` is accepted for PyTorch code: loading never runs code.
-    A missing, truncated, corrupted or foreign file raises CheckpointError naming it.
+    `f` is a path or a file object open for reading. Safetensors files never run code. A
+    PyTorch zip checkpoint is unpickled: with `weights_only` (the default, as in PyTorch
+    2.6+) only tensors, containers and `sf.serialization.add_safe_globals` globals load;
+    `weights_only=False` unpickles anything, which can run arbitrary code: only for files
+    you trust. `map_location`: a device name ("cpu", "meta": shapes only), a dict mapping
+    saved locations ({"cuda:0": "cpu"}) or a callable(storage, location). A missing,
+    truncated, corrupted or hostile file raises CheckpointError naming it.
     """
-    from ..device import get_device
-
-    device = get_device(map_location) if map_location is None or isinstance(
-        map_location, str) else cpu
-    path = os.fspath(path)
+    if pickle_module is not None and pickle_module is not pickle:
+        raise TypeError("load: only Python's own pickle module is supported")
+    if set(pickle_load_args) - {"encoding"}:
+        raise TypeError(f"load: unexpected arguments {sorted(pickle_load_args)}")
+    restore = _restorer(map_location)
+    wo = True if weights_only is None else bool(weights_only)
+    if hasattr(f, "read"):
+        return _load_from(str(getattr(f, "name", "<file object>")), f, restore, wo)
+    path = os.fspath(f)
     try:
-        f = open(path, "rb")  # noqa: SIM115  (closed by the with below)
+        fh = open(path, "rb")  # noqa: SIM115  (closed by the with below)
     except FileNotFoundError:
         raise fail(path, "no such file") from None
     except IsADirectoryError:
@@ -281,13 +339,66 @@ def load(path, map_location=None, weights_only: bool = True):
         raise fail(path, e.strerror or str(e)) from None
     # One open file for the header and every tensor: a save renaming a new file over
     # `path` meanwhile cannot mix two versions (this one keeps reading the old inode).
-    with f:
-        return _load_open(path, f, device)
+    with fh:
+        return _load_from(path, fh, restore, wo)
+
+
+def _load_from(path: str, f, restore, weights_only: bool):
+    """What the open file `f` (named `path`) holds, by its magic bytes."""
+    try:
+        start = f.tell()
+        head = f.read(4)
+        f.seek(start)
+    except (OSError, ValueError) as e:
+        raise fail(path, f"cannot read it ({e})", "pass a file open for reading in binary "
+                                                  "mode, which can seek") from None
+    if not isinstance(head, bytes):
+        raise fail(path, "the file object reads str, not bytes", "open it with 'rb'")
+    if head in (b"PK\x03\x04", b"PK\x05\x06"):  # a zip: PyTorch's format
+        from . import torch_zip
+
+        return torch_zip.read(path, f, restore, weights_only)
+    return _load_open(path, f, restore("cpu", None))
+
+
+def _restorer(map_location):
+    """map_location as a function (saved location, storage) -> the Device to load onto."""
+    from ..device import get_device
+
+    def device(name) -> Device:
+        try:
+            return get_device(str(name))
+        except DeviceError as e:
+            raise DeviceError(f"load: the checkpoint's tensors were saved on {name!r}: "
+                              f"{e.message}", op="load",
+                              hint="pass map_location='cpu' (or {'cuda:0': 'cpu'}) to load "
+                                   "them on this machine") from None
+
+    if map_location is None:
+        return lambda location, storage: device(location)
+    if isinstance(map_location, dict):
+        return lambda location, storage: device(map_location.get(location, location))
+    if isinstance(map_location, str) or hasattr(map_location, "type"):  # str, Device, device
+        fixed = device(map_location)
+        return lambda location, storage: fixed
+    if callable(map_location):
+        def restore(location, storage):
+            out = map_location(storage, location)
+            if out is None:
+                return device(location)
+            return out.device if hasattr(out, "nbytes") and hasattr(out, "key") else device(out)
+
+        return restore
+    raise TypeError(f"load: map_location is a device name, a dict or a callable, not "
+                    f"{type(map_location).__name__}")
 
 
 def _load_open(path: str, f, device):
-    """What the open file `f` (named `path`) holds, header and tensors both read from it."""
-    header = read_header(path, f, os.fstat(f.fileno()).st_size)
+    """What the open safetensors file `f` (named `path`) holds, read from that one file."""
+    start = f.tell()
+    size = f.seek(0, 2) - start
+    f.seek(start)
+    header = read_header(path, f, size)
     base = f.tell()  # the data section starts right after the header
     doc = (header.get("__metadata__") or {}).get(KEY)
     parsed = None
