@@ -22,7 +22,7 @@ PACKAGE = "shapeflow"
 # "" the package's own __init__). It may import its own layer and the layers before it.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("value types", ("errors", "torch_interop", "dtypes", "symbolic", "shape", "device",
-                     "random")),
+                     "random", "_porting_hooks", "_torch_names")),
     ("backend", ("backend",)),
     # import nothing: tensor.py notes graph breaks, ops record under grad mode, and the
     # engine and ops reach inspect through inspect_hooks
@@ -41,11 +41,14 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("distributed optimizers", ("distributed.optim",)),  # above both optim and distributed
     ("inspect", ("inspect",)),
     # what porting from PyTorch meets: torch's names and device questions, einops' backend
-    ("porting", ("_porting", "_torch_names", "compat", "cuda", "backends", "accelerator",
+    ("porting", ("_porting", "compat", "cuda", "backends", "accelerator",
                  "ext")),
     # quant's modules are nn Modules, its checkpoints go through io, and its report
     # (quant.report) reads inspect: it sits with io
-    ("models, io, cli", ("models", "io", "cli", "__main__", "_docs", "quant", "")),
+    ("models, io, cli", ("models", "io", "cli", "__main__", "_docs", "quant", "onnx",
+                         "serialization", "")),
+    # torchvision's counterpart: transforms and datasets on data, models on nn
+    ("vision", ("vision",)),
 )
 
 

@@ -40,6 +40,8 @@ from .symbolic import Dim, dims
 from .inspect.anomaly import AnomalyError, detect_anomaly
 from .inspect.contracts import check, shapes
 from .inspect.explain import explain_no_grad
+from .backend.threads import (get_num_interop_threads, get_num_threads,
+                              set_num_interop_threads, set_num_threads)
 from .inspect.summary import summary
 from .tensor import Tensor, as_tensor, from_numpy, tensor
 from .amp.autocast_mode import (
@@ -68,12 +70,14 @@ _LAZY = {
     "memory": ".inspect.memory", "onnx": ".io.onnx", "linalg": ".linalg",
     "distributed": ".distributed", "cuda": ".cuda", "backends": ".backends",
     "accelerator": ".accelerator", "compat": ".compat",
-    "utils": ".utils", "quant": ".quant", "amp": ".amp",
+    "utils": ".utils", "quant": ".quant", "amp": ".amp", "serialization": ".serialization",
 }
 _LAZY_ATTRS = {"graph": ".inspect.graph", "Graph": ".inspect.graph"}  # subprocess: not at import
 _LAZY_ATTRS["GradScaler"] = ".amp.grad_scaler"  # (torch.GradScaler) first used, then imported
 _LAZY_ATTRS.update(dict.fromkeys(
     ("set_float32_matmul_precision", "get_float32_matmul_precision"), ".backends"))
+_LAZY_ATTRS.update(dict.fromkeys(("memory_format", "preserve_format", "contiguous_format",
+                                  "channels_last", "channels_last_3d"), ".tensor_compat"))
 
 # torch.autograd.Function's home (autograd/function.py sits above ops; the package below)
 _function.install()

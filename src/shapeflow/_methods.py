@@ -119,10 +119,20 @@ def _attach_operators() -> None:
         setattr(T, name, _inplace_method(name, fn))
 
 
-def to(self, *args, dtype=None, device=None, copy: bool = False) -> Tensor:
-    """A tensor with another dtype and/or device (`t.to('meta')`, `t.to(sf.float16)`)."""
+def to(self, *args, dtype=None, device=None, non_blocking: bool = False, copy: bool = False,
+       memory_format=None) -> Tensor:
+    """A tensor with another dtype and/or device (`t.to('meta')`, `t.to(sf.float16)`).
+
+    As PyTorch's: `copy=True` always copies; `non_blocking` changes nothing (every copy
+    here is synchronous); `memory_format=sf.channels_last` is accepted and keeps the layout
+    (shapeflow's arrays are row-major; values are the same), `sf.contiguous_format` makes
+    the copy it takes contiguous.
+    """
+    flags = []  # PyTorch's positional non_blocking and copy: t.to(sf.float64, False, True)
     for a in args:
-        if isinstance(a, Tensor):
+        if isinstance(a, bool):
+            flags.append(a)
+        elif isinstance(a, Tensor):
             dtype, device = a.dtype, a.device
         elif isinstance(a, DType):
             dtype = a
@@ -133,6 +143,8 @@ def to(self, *args, dtype=None, device=None, copy: bool = False) -> Tensor:
                 dtype = a
         else:
             dtype = a
+    if len(flags) > 1:
+        copy = copy or flags[1]
     out = self
     if dtype is not None:
         dtype = _dt.get_dtype(dtype)
@@ -144,7 +156,7 @@ def to(self, *args, dtype=None, device=None, copy: bool = False) -> Tensor:
             out = E.to_device(out, device)
     if copy and out is self:
         out = self.clone()
-    return out
+    return tensor_compat.with_memory_format(out, memory_format, "to", out is not self)
 
 
 def backward(self, gradient=None, retain_graph: bool | None = None,

@@ -7,6 +7,7 @@ given to shapeflow are `torch_interop`'s. `shapeflow.compat` is the public face.
 
 from __future__ import annotations
 
+from ._porting_hooks import torch_names_of
 from .tensor import Tensor
 from .torch_interop import torch_function
 
@@ -24,10 +25,6 @@ ADVICE: dict[str, str] = {
     "torch.hub": "download the weights yourself; sf.load reads checkpoints and safetensors",
     "torch.testing": "compare t.numpy() with numpy.testing",
     "torch.mps": "shapeflow has no mps device (sf.backends.mps.is_available() is False)",
-    "torch.set_num_threads": "shapeflow computes with NumPy and MKL: set OMP_NUM_THREADS "
-                             "(or MKL_NUM_THREADS) before Python starts",
-    "torch.get_num_threads": "shapeflow computes with NumPy and MKL, whose threads "
-                             "OMP_NUM_THREADS sets",
     "torch.Tensor.storage": "a shapeflow tensor holds a NumPy array: use t.numpy()",
     "torch.Tensor.untyped_storage": "a shapeflow tensor holds a NumPy array: use t.numpy()",
     "torch.Tensor.data_ptr": "a shapeflow tensor holds a NumPy array: t.numpy().ctypes.data",
@@ -53,6 +50,10 @@ def _advice(torch_name: str, name: str) -> str | None:
     """What to use instead of `torch_name` (torch.X or torch.Tensor.X), if shapeflow has it."""
     if torch_name in ADVICE:
         return ADVICE[torch_name]
+    if torch_name == f"torch.nn.functional.{name}":
+        return f"use sf.{name}" if name in _PACKAGE else None
+    if torch_name.startswith("torch.nn"):
+        return None  # the rules below are for torch.X and torch.Tensor.X names
     if torch_name.startswith("torch.Tensor."):
         if name.endswith("_") and hasattr(Tensor, name[:-1]):
             return f"use the out-of-place t.{name[:-1]}(...) and assign its result"
@@ -87,10 +88,7 @@ def missing_attribute(where: str, torch_prefix: str, name: str) -> AttributeErro
     """
     message = f"{where} has no attribute {name!r}"
     torch_name = f"{torch_prefix}.{name}"
-    names = _torch_names()
-    known = names.TENSOR if torch_prefix == "torch.Tensor" else (
-        names.TORCH if torch_prefix == "torch" else ())
-    if torch_name not in ADVICE and name not in known:
+    if torch_name not in ADVICE and name not in torch_names_of(torch_prefix):
         return AttributeError(message)  # not a PyTorch name: Python's suggestion may help
     advice = _advice(torch_name, name)
     if advice is None:
@@ -135,6 +133,7 @@ def tensor_dir(self) -> list[str]:
 
 def torch_names_source() -> str:
     """The text of _torch_names.py, from the installed torch."""
+    import importlib
     import pkgutil
     import textwrap
 
@@ -149,6 +148,21 @@ def torch_names_source() -> str:
     def block(names):
         return "\n".join(textwrap.wrap(" ".join(names), 96, break_on_hyphens=False))
 
+    def words(names) -> str:
+        return f'_words("""\n{block(sorted(names))}\n""")'
+
+    import torch.nn.init  # noqa: F401  (not imported by torch.nn)
+    import torch.nn.modules
+
+    files = {m.name: importlib.import_module(f"torch.nn.modules.{m.name}")
+             for m in pkgutil.iter_modules(torch.nn.modules.__path__) if m.name[0] != "_"}
+    nn_modules = "".join(f'    "{name}": {words(mod.__all__)},\n'
+                         for name, mod in sorted(files.items()) if mod.__all__)
+    data = {f: importlib.import_module("torch.utils.data" + (f and f".{f}")).__all__
+            for f in ("", "dataloader", "dataset", "distributed", "sampler")}
+    utils_data = "".join(f'    "{f}": {words(n for n in names if n[0] != "_")},\n'
+                         for f, names in data.items())
+
     return (f'"""Public names of PyTorch {version}: whether a name shapeflow lacks is one '
             'PyTorch has.\n\nGenerated from the installed torch by `python -m shapeflow.compat '
             '--torch-names`;\ntests/test_porting.py checks it against the torch installed '
@@ -156,7 +170,33 @@ def torch_names_source() -> str:
             '    return frozenset(text.split())\n\n\n'
             f'TORCH_VERSION = "{version}"\n\n# torch.__all__ and torch\'s submodules\n'
             f'TORCH = _words("""\n{block(top)}\n""")\n\n'
-            f'# dir(torch.Tensor), public names\nTENSOR = _words("""\n{block(tensor)}\n""")\n')
+            f'# dir(torch.Tensor), public names\nTENSOR = _words("""\n{block(tensor)}\n""")\n'
+            f'\n# public names of torch.nn, torch.nn.functional, torch.nn.init\n'
+            f'NN = {words(_public_names(torch.nn))}\n\n'
+            f'NN_FUNCTIONAL = {words(_public_names(torch.nn.functional))}\n\n'
+            f'NN_INIT = {words(_public_names(torch.nn.init))}\n\n'
+            f'# torch.nn.modules.<file>.__all__, by file\nNN_MODULES = {{\n{nn_modules}}}\n'
+            f'\n# torch.utils.data(.<file>).__all__, by file ("" the package)\n'
+            f'UTILS_DATA = {{\n{utils_data}}}\n')
+
+
+def _public_names(module) -> list[str]:
+    """A torch module's own public names: no `math` or `Optional` it merely imports."""
+    import inspect
+    import pkgutil
+
+    names = {m.name for m in pkgutil.iter_modules(getattr(module, "__path__", []))
+             if m.name[0] != "_"}
+    for name, value in vars(module).items():
+        if name.startswith("_"):
+            continue
+        if inspect.ismodule(value):
+            if value.__name__.startswith(module.__name__ + "."):
+                names.add(name)
+        elif callable(value) and (getattr(value, "__module__", None) or "torch").split(
+                ".")[0] == "torch":
+            names.add(name)
+    return sorted(names)
 
 
 def attach(package: dict) -> None:
@@ -166,6 +206,9 @@ def attach(package: dict) -> None:
     """
     global _PACKAGE
     _PACKAGE = package  # the live namespace: names defined after this call count too
+    from . import _porting_hooks
+
+    _porting_hooks.explain = missing_attribute  # for nn's modules, below this layer
     Tensor.__torch_function__ = classmethod(torch_function)
     Tensor.__dir__ = tensor_dir
     install_tensor_names(Tensor)  # last: only names nothing else gave Tensor

@@ -1,5 +1,6 @@
 """PyTorch idioms on Tensor that are not ops: `f"{loss:.4f}"`, `t.type()`, `t.view_as(u)`,
-`t.is_cuda`, `t.cuda()`. Attached to Tensor in `_methods.py`."""
+`t.is_cuda` and the other `is_*` flags, `t.cuda()`, memory formats. Attached to Tensor in
+`_methods.py`."""
 
 from __future__ import annotations
 
@@ -72,6 +73,104 @@ def is_contiguous(self: Tensor, memory_format=None) -> bool:
     return bool(self.data.flags.c_contiguous)
 
 
+class memory_format:  # noqa: N801  (PyTorch's name: torch.memory_format)
+    """A memory layout (`sf.contiguous_format`, `sf.channels_last`...), as PyTorch's."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"shapeflow.{self.name}"
+
+    def __reduce__(self) -> str:
+        return self.name  # pickles as the module-level instance
+
+
+preserve_format = memory_format("preserve_format")
+contiguous_format = memory_format("contiguous_format")
+channels_last = memory_format("channels_last")
+channels_last_3d = memory_format("channels_last_3d")
+_CHANNELS_LAST_RANK = {channels_last: 4, channels_last_3d: 5}
+
+
+def with_memory_format(t: Tensor, fmt, op: str, copied: bool) -> Tensor:
+    """`t` laid out as `fmt` asks, where `copied` (as PyTorch's to(), which lays out only
+    the copies it makes). Channels-last is accepted as a no-op on layout: shapeflow's data
+    are row-major NumPy arrays (its convolutions pick NHWC inside), and values match."""
+    from .errors import ShapeRuntimeError
+
+    if fmt is None or fmt is preserve_format:
+        return t
+    if fmt is contiguous_format:
+        return t.contiguous() if copied and not t.is_contiguous() else t
+    if fmt in _CHANNELS_LAST_RANK:
+        if t.ndim != _CHANNELS_LAST_RANK[fmt]:
+            raise ShapeRuntimeError(f"{op}: required rank {_CHANNELS_LAST_RANK[fmt]} tensor to "
+                                    f"use {fmt.name} format, got rank {t.ndim}", op=op)
+        return t
+    raise DTypeError(f"{op}: memory_format must be a memory format (sf.preserve_format, "
+                     f"sf.contiguous_format, sf.channels_last), got {fmt!r}", op=op)
+
+
+def _false(self: Tensor) -> bool:
+    return False
+
+
+# PyTorch's device and layout flags for devices and layouts shapeflow has none of
+_FALSE_FLAGS = ("is_ipu", "is_maia", "is_mkldnn", "is_mps", "is_mtia", "is_nested",
+                "is_quantized", "is_sparse", "is_sparse_csr", "is_vulkan", "is_xla", "is_xpu")
+
+
+def is_cpu(self: Tensor) -> bool:
+    """Whether the tensor is on the cpu device (not meta)."""
+    return self.device is cpu
+
+
+def is_complex(self: Tensor) -> bool:
+    """False: shapeflow has no complex dtypes."""
+    return False
+
+
+def is_signed(self: Tensor) -> bool:
+    """Whether the dtype holds negative values (floats and signed integers), as PyTorch's."""
+    return self.dtype.is_signed
+
+
+def is_nonzero(self: Tensor) -> bool:
+    """The truth of a one-element tensor, as `bool(t)` (more or fewer elements raise)."""
+    from .errors import ShapeRuntimeError
+
+    if self.numel() != 1:
+        raise ShapeRuntimeError(f"is_nonzero: Boolean value of Tensor with "
+                                f"{'no values' if self.numel() == 0 else 'more than one value'}"
+                                " is ambiguous", op="is_nonzero")
+    return bool(self.item())
+
+
+def is_same_size(self: Tensor, other: Tensor) -> bool:
+    """Whether both tensors have the same shape."""
+    return tuple(self.shape) == tuple(other.shape)
+
+
+def is_set_to(self: Tensor, other: Tensor) -> bool:
+    """Whether both tensors view the same memory with the same shape and strides."""
+    a, b = self.data, other.data
+    if a is None or b is None:
+        return self is other
+    return (a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
+            and a.shape == b.shape and a.strides == b.strides and a.dtype == b.dtype)
+
+
+def _no(what: str):
+    def method(self: Tensor, *args, **kwargs) -> bool:
+        return False
+
+    method.__doc__ = f"False: {what}."
+    return method
+
+
 def apply_(self: Tensor, callable) -> Tensor:  # noqa: A002  (PyTorch's name)
     """Replace each element by callable(element), in place (cpu only; slow, no gradient)."""
     import numpy as np
@@ -101,3 +200,15 @@ def attach() -> None:
     Tensor.cuda = cuda
     Tensor.is_contiguous = is_contiguous
     Tensor.apply_ = apply_
+    Tensor.is_cpu = property(is_cpu)
+    for name in _FALSE_FLAGS:
+        setattr(Tensor, name, property(_false, doc="False: shapeflow has no such device or "
+                                       "layout (cpu and meta, dense row-major arrays)."))
+    Tensor.is_complex, Tensor.is_signed = is_complex, is_signed
+    Tensor.is_nonzero, Tensor.is_same_size, Tensor.is_set_to = is_nonzero, is_same_size, is_set_to
+    Tensor.is_conj = _no("shapeflow has no complex dtypes, so no lazy conjugation")
+    Tensor.is_neg = _no("shapeflow never negates lazily")
+    Tensor.is_distributed = _no("as PyTorch's")
+    Tensor.is_pinned = _no("shapeflow has no pinned memory (no accelerator)")
+    Tensor.is_shared = _no("shapeflow runs in one process and shares no tensor memory")
+    Tensor.is_inference = _no("shapeflow's inference_mode is no_grad: it makes ordinary tensors")

@@ -12,7 +12,14 @@ from .attention import MultiheadAttention
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, InstanceNorm1d, InstanceNorm2d
 from .container import ModuleDict, ModuleList, Sequential
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d
-from .dropout import Dropout
+from .dropout import (
+    AlphaDropout,
+    Dropout,
+    Dropout1d,
+    Dropout2d,
+    Dropout3d,
+    FeatureAlphaDropout,
+)
 from .flatten import Flatten, Unflatten
 from .linear import Identity, Linear, NonDynamicallyQuantizableLinear
 from .local_response_norm import LocalResponseNorm
@@ -21,6 +28,8 @@ from .loss_extra import *  # noqa: F403  (BCELoss, KLDivLoss, HuberLoss, ... Pai
 from .loss_extra import __all__ as _LOSSES
 from .module import Module, RemovableHandle, StateDictError
 from .normalization import GroupNorm, LayerNorm, RMSNorm
+from .padding import *  # noqa: F403  (ReflectionPad1d ... ZeroPad3d)
+from .padding import __all__ as _PADDING
 from .parameter import Parameter
 from .parameter_container import ParameterDict, ParameterList
 from .pooling import (
@@ -59,6 +68,7 @@ __all__ = [
     "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell",
     "GRUCell", "Transformer", "TransformerEncoder", "TransformerEncoderLayer",
     "TransformerDecoder", "TransformerDecoderLayer",
+    "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout", *_PADDING,
 ]
 
 _EINOPS_LAYERS = ("Rearrange", "Reduce")  # from einops_layers, which imports einops
@@ -69,4 +79,10 @@ def __getattr__(name: str):
         from . import einops_layers
 
         return getattr(einops_layers, name)
-    raise AttributeError(f"module 'shapeflow.nn' has no attribute {name!r}")
+    if name == "modules":  # torch.nn.modules' file paths (nn.modules.conv.Conv2d)
+        from . import modules
+
+        return modules
+    from .._porting_hooks import missing_attribute  # says so for a name PyTorch has
+
+    raise missing_attribute("module 'shapeflow.nn'", "torch.nn", name)

@@ -66,6 +66,13 @@ from ..ops.nn.activations_extra import (
     softsign,
     tanhshrink,
 )
+from ..ops.nn.dropout import (
+    alpha_dropout,
+    dropout1d,
+    dropout2d,
+    dropout3d,
+    feature_alpha_dropout,
+)
 from ..ops.nn.loss_extra import (
     cosine_embedding_loss,
     cosine_similarity,
@@ -130,5 +137,12 @@ __all__ = [
     "upsample", "pixel_shuffle", "pixel_unshuffle", "unfold", "fold", "local_response_norm",
     "smooth_l1_loss", "huber_loss", "kl_div", "margin_ranking_loss", "soft_margin_loss",
     "cosine_embedding_loss", "gaussian_nll_loss", "poisson_nll_loss", "cosine_similarity",
-    "pairwise_distance",
+    "pairwise_distance", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
+    "feature_alpha_dropout",
 ]
+
+
+def __getattr__(name: str):
+    from .._porting_hooks import missing_attribute  # says so for a name PyTorch has
+
+    raise missing_attribute("module 'shapeflow.nn.functional'", "torch.nn.functional", name)

@@ -114,6 +114,9 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
     """Fill with N(mean, std^2) draws restricted to [a, b] (redrawn until inside)."""
     if tensor.data is None:
         return tensor
+    if mean < a - 2 * std or mean > b + 2 * std:
+        warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The "
+                      "distribution of values may be incorrect.", stacklevel=2)
     arr = tensor.data
     n = arr.size
     rng = get_rng(generator)
@@ -147,6 +150,7 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
+    """Fill with the value val."""
     if tensor.data is None:
         return tensor
     tensor.data.fill(val)
@@ -154,10 +158,12 @@ def constant_(tensor: Tensor, val: float) -> Tensor:
 
 
 def ones_(tensor: Tensor) -> Tensor:
+    """Fill with ones."""
     return constant_(tensor, 1.0)
 
 
 def zeros_(tensor: Tensor) -> Tensor:
+    """Fill with zeros."""
     return constant_(tensor, 0.0)
 
 
@@ -169,6 +175,60 @@ def eye_(tensor: Tensor) -> Tensor:
         return tensor
     tensor.data[...] = np.eye(*tensor.shape)
     return _done(tensor)
+
+
+def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
+    """Fill a 3/4/5-D conv weight with the Dirac delta: the conv passes channels through."""
+    nd = tensor.ndim
+    if nd not in (3, 4, 5):
+        raise ShapeError("Only tensors with 3, 4, or 5 dimensions are supported")
+    if tensor.shape[0] % groups != 0:
+        raise ShapeError("dim 0 must be divisible by groups")
+    if tensor.data is None:
+        return tensor
+    arr = tensor.data
+    out_per_group = tensor.shape[0] // groups
+    arr[...] = 0
+    centre = tuple(s // 2 for s in tensor.shape[2:])
+    for g in range(groups):
+        for d in range(min(out_per_group, tensor.shape[1])):
+            arr[(g * out_per_group + d, d) + centre] = 1
+    return _done(tensor)
+
+
+def orthogonal_(tensor: Tensor, gain: float = 1, generator=None) -> Tensor:
+    """A (semi) orthogonal matrix times gain, dims after the first flattened (Saxe et al.)."""
+    if tensor.ndim < 2:
+        raise ShapeError("Only tensors with 2 or more dimensions are supported")
+    if tensor.data is None or tensor.data.size == 0:
+        return tensor
+    arr = tensor.data
+    rows = arr.shape[0]
+    cols = arr.size // rows
+    flat = get_rng(generator).standard_normal((rows, cols))
+    if rows < cols:
+        flat = flat.T
+    q, r = np.linalg.qr(flat)
+    q *= np.sign(np.diag(r))  # makes Q uniform over orthogonal matrices (Mezzadri, 2007)
+    if rows < cols:
+        q = q.T
+    arr[...] = (q * gain).reshape(arr.shape)
+    return _done(tensor)
+
+
+def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) -> Tensor:
+    """N(0, std^2) values with ceil(sparsity * rows) zeros in each column (Martens, 2010)."""
+    if tensor.ndim != 2:
+        raise ShapeError("Only tensors with 2 dimensions are supported")
+    if tensor.data is None:
+        return tensor
+    rows, cols = tensor.shape
+    num_zeros = math.ceil(sparsity * rows)
+    normal_(tensor, 0.0, std, generator)
+    # per column, num_zeros distinct rows: the first of a random permutation of the rows
+    zero_rows = np.argsort(get_rng(generator).random((rows, cols)), axis=0)[:num_zeros]
+    tensor.data[zero_rows, np.arange(cols)] = 0
+    return tensor
 
 
 def _zero_size(tensor: Tensor) -> bool:
@@ -222,7 +282,42 @@ def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
     return normal_(tensor, 0.0, std, generator)
 
 
+def _deprecated(fn):
+    """PyTorch's old name without the trailing underscore: warns, then calls fn."""
+    new_name = fn.__name__
+    old_name = new_name[:-1]
+
+    def deprecated_init(*args, **kwargs):
+        warnings.warn(f"`nn.init.{old_name}` is now deprecated in favor of "
+                      f"`nn.init.{new_name}`.", FutureWarning, stacklevel=2)
+        return fn(*args, **kwargs)
+
+    deprecated_init.__name__ = deprecated_init.__qualname__ = old_name
+    deprecated_init.__doc__ = f"Deprecated: use nn.init.{new_name}."
+    return deprecated_init
+
+
+uniform = _deprecated(uniform_)
+normal = _deprecated(normal_)
+constant = _deprecated(constant_)
+eye = _deprecated(eye_)
+dirac = _deprecated(dirac_)
+xavier_uniform = _deprecated(xavier_uniform_)
+xavier_normal = _deprecated(xavier_normal_)
+kaiming_uniform = _deprecated(kaiming_uniform_)
+kaiming_normal = _deprecated(kaiming_normal_)
+orthogonal = _deprecated(orthogonal_)
+sparse = _deprecated(sparse_)
+
 __all__ = [
     "calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_",
-    "eye_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
+    "eye_", "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
+    "orthogonal_", "sparse_", "uniform", "normal", "constant", "eye", "dirac", "xavier_uniform",
+    "xavier_normal", "kaiming_uniform", "kaiming_normal", "orthogonal", "sparse",
 ]
+
+
+def __getattr__(name: str):
+    from .._porting_hooks import missing_attribute  # says so for a name PyTorch has
+
+    raise missing_attribute("module 'shapeflow.nn.init'", "torch.nn.init", name)

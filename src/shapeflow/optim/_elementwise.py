@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .optimizer import Optimizer, check_numbers, invalid
+from .optimizer import Optimizer, check_numbers, check_porting_flags, invalid
 
 
 class ElementwiseOptimizer(Optimizer):
@@ -58,6 +58,4 @@ def check_common(name: str, lr, eps, weight_decay, betas=None, capturable: bool 
         for i in (0, 1):
             if not 0.0 <= betas[i] < 1.0:
                 raise invalid(f"Invalid beta parameter at index {i}: {betas[i]}")
-    if capturable or differentiable:
-        raise invalid(f"{name}: capturable=True and differentiable=True are not implemented "
-                      "in shapeflow")
+    check_porting_flags(name, capturable, differentiable)

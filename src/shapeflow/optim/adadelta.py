@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from .optimizer import Optimizer, axpy_, check_numbers, invalid, new_step, zeros_state
+from .optimizer import (
+    Optimizer,
+    axpy_,
+    check_numbers,
+    check_porting_flags,
+    invalid,
+    new_step,
+    zeros_state,
+)
 
 
 class Adadelta(Optimizer):
@@ -32,9 +40,7 @@ class Adadelta(Optimizer):
             raise invalid(f"Invalid epsilon value: {eps}")
         if not weight_decay >= 0.0:
             raise invalid(f"Invalid weight_decay value: {weight_decay}")
-        if capturable or differentiable:
-            raise invalid("Adadelta: capturable=True and differentiable=True are not "
-                             "implemented in shapeflow")
+        check_porting_flags("Adadelta", capturable, differentiable)
         defaults = {"lr": lr, "rho": rho, "eps": eps, "weight_decay": weight_decay,
                     "maximize": maximize, "capturable": capturable, "foreach": foreach,
                     "differentiable": differentiable}

@@ -29,8 +29,6 @@ class Adagrad(ElementwiseOptimizer):
         if not initial_accumulator_value >= 0.0:
             raise invalid(f"Invalid initial_accumulator_value value: "
                           f"{initial_accumulator_value}")
-        if fused:
-            raise invalid("Adagrad: fused=True is not implemented in shapeflow")
         defaults = {"lr": lr, "lr_decay": lr_decay, "eps": eps, "weight_decay": weight_decay,
                     "initial_accumulator_value": initial_accumulator_value,
                     "foreach": foreach, "maximize": maximize,

@@ -5,7 +5,17 @@ from __future__ import annotations
 import numpy as np
 
 from ..backend import kernels
-from .optimizer import BLOCK, Optimizer, check_numbers, chunks, flat, invalid, new_step, zeros_state
+from .optimizer import (
+    BLOCK,
+    Optimizer,
+    check_numbers,
+    check_porting_flags,
+    chunks,
+    flat,
+    invalid,
+    new_step,
+    zeros_state,
+)
 
 
 class Adam(Optimizer):
@@ -21,9 +31,12 @@ class Adam(Optimizer):
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, amsgrad: bool = False, *, maximize: bool = False,
-                 decoupled_weight_decay: bool = False, master_weights: bool = False) -> None:
+                 decoupled_weight_decay: bool = False, master_weights: bool = False,
+                 foreach: bool | None = None, capturable: bool = False,
+                 differentiable: bool = False, fused: bool | None = None) -> None:
         check_numbers(type(self).__name__, lr=lr, betas=tuple(betas), eps=eps,
                       weight_decay=weight_decay)
+        check_porting_flags(type(self).__name__, capturable, differentiable)
         if lr < 0.0:
             raise invalid(f"Invalid learning rate: {lr}")
         if eps < 0.0:
@@ -37,7 +50,8 @@ class Adam(Optimizer):
         defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay,
                     "amsgrad": amsgrad, "maximize": maximize,
                     "decoupled_weight_decay": decoupled_weight_decay,
-                    "master_weights": master_weights}
+                    "master_weights": master_weights, "foreach": foreach,
+                    "capturable": capturable, "differentiable": differentiable, "fused": fused}
         super().__init__(params, defaults)
 
     def state_per_param(self, group: dict) -> list[str]:
@@ -134,9 +148,13 @@ class AdamW(Adam):
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 1e-2, amsgrad: bool = False, *,
-                 maximize: bool = False, master_weights: bool = False) -> None:
+                 maximize: bool = False, master_weights: bool = False,
+                 foreach: bool | None = None, capturable: bool = False,
+                 differentiable: bool = False, fused: bool | None = None) -> None:
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
-                         decoupled_weight_decay=True, master_weights=master_weights)
+                         decoupled_weight_decay=True, master_weights=master_weights,
+                         foreach=foreach, capturable=capturable,
+                         differentiable=differentiable, fused=fused)
 
     def load_state_dict(self, state_dict: dict) -> None:
         super().load_state_dict(state_dict)

@@ -39,6 +39,21 @@ def check_numbers(op: str, **options) -> None:
                                  if isinstance(v, str) else None)
 
 
+def check_porting_flags(op: str, capturable: bool = False, differentiable: bool = False) -> None:
+    """PyTorch's implementation switches. `fused`/`foreach` (any value, not checked here)
+    choose among PyTorch's implementations of one update; shapeflow has one, updating each
+    parameter in a single pass (a compiled kernel where one is built), so they change
+    nothing. `capturable`/`differentiable` ask for what shapeflow does not do: True raises."""
+    if capturable:
+        raise invalid(f"{op}: capturable=True (a step CUDA graphs can capture) is not "
+                      "implemented in shapeflow: it has no cuda device and captures no graphs; "
+                      "pass capturable=False", op)
+    if differentiable:
+        raise invalid(f"{op}: differentiable=True (autograd through step()) is not implemented "
+                      "in shapeflow: step() updates the parameters in place, outside the graph; "
+                      "pass differentiable=False", op)
+
+
 class _Required:
     def __repr__(self) -> str:
         return "<required parameter>"

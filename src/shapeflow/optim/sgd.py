@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..tensor import from_numpy
-from .optimizer import Optimizer, axpy_, check_numbers, invalid
+from .optimizer import Optimizer, axpy_, check_numbers, check_porting_flags, invalid
 
 
 class SGD(Optimizer):
@@ -19,9 +19,12 @@ class SGD(Optimizer):
 
     def __init__(self, params, lr: float = 1e-3, momentum: float = 0, dampening: float = 0,
                  weight_decay: float = 0, nesterov: bool = False, *,
-                 maximize: bool = False, master_weights: bool = False) -> None:
+                 maximize: bool = False, master_weights: bool = False,
+                 foreach: bool | None = None, differentiable: bool = False,
+                 fused: bool | None = None) -> None:
         check_numbers("SGD", lr=lr, momentum=momentum, dampening=dampening,
                       weight_decay=weight_decay)
+        check_porting_flags("SGD", differentiable=differentiable)
         if lr < 0.0:
             raise invalid(f"Invalid learning rate: {lr}")
         if momentum < 0.0:
@@ -32,7 +35,8 @@ class SGD(Optimizer):
             raise invalid("Nesterov momentum requires a momentum and zero dampening")
         defaults = {"lr": lr, "momentum": momentum, "dampening": dampening,
                     "weight_decay": weight_decay, "nesterov": nesterov, "maximize": maximize,
-                    "master_weights": master_weights}
+                    "master_weights": master_weights, "foreach": foreach,
+                    "differentiable": differentiable, "fused": fused}
         super().__init__(params, defaults)
 
     def state_per_param(self, group: dict) -> list[str]:

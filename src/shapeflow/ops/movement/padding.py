@@ -165,7 +165,8 @@ def pad(x: Tensor, pad, mode: str = "constant", value=0) -> Tensor:
     if mode not in ("reflect", "replicate", "circular"):
         raise ShapeRuntimeError(f"pad: unknown mode {mode!r}", op="pad",
                                 hint="use 'constant', 'reflect', 'replicate' or 'circular'")
-    Pad(pad).infer(x)  # the same checks as constant padding
+    if len(pad) % 2 or len(pad) // 2 > x.ndim:
+        Pad(pad).infer(x)  # raises, as constant padding; a crop past the edge is fine here
     for i in range(len(pad) // 2):
         d, a, b = x.ndim - 1 - i, pad[2 * i], pad[2 * i + 1]
         if a == 0 and b == 0:
