@@ -9,6 +9,8 @@ detection ops themselves stay unavailable, and no test uses them.
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -32,10 +34,8 @@ def import_torchvision():
         del sys.modules[name]
     library = torch.library.Library("torchvision", "FRAGMENT")
     for schema in _SCHEMAS:
-        try:
+        with contextlib.suppress(RuntimeError):  # defined by an earlier call in this process
             library.define(schema)
-        except RuntimeError:  # defined by an earlier call in this process
-            pass
     import_torchvision.library = library  # a Library must stay alive to keep its definitions
     import torchvision
     return torchvision
