@@ -108,7 +108,7 @@ def test_check_module_lists_lines_still_using_torch(tmp_path, capsys):
     path.write_text(PROGRAM)
     uses = check_module(path)
     assert _lines(uses) == [3, 4, 5, 6, 14, 17, 18]
-    assert uses[0].what == "imports torch.nn" and "tnn.Linear" in uses[5].text
+    assert uses[0].what == "imports torch.nn; use shapeflow.nn" and "tnn.Linear" in uses[5].text
     assert "shapeflow.nn.Rearrange" in uses[2].what
     assert "uses torch.nn.parallel.DistributedDataParallel" in uses[4].what
     printed = capsys.readouterr().out
@@ -135,7 +135,48 @@ def test_command_line(tmp_path):
     (tmp_path / "b.py").write_text("import numpy\n")
     run = [sys.executable, "-m", "shapeflow.compat"]
     out = subprocess.run(run + [str(tmp_path / "a.py")], capture_output=True, text=True)
-    assert out.returncode == 1 and "a.py:1: import torch  (imports torch)" in out.stdout
+    assert out.returncode == 1
+    assert "a.py:1: import torch  (imports torch; use import shapeflow as torch)" in out.stdout
     assert out.stderr == ""  # (no runpy warning: shapeflow does not import compat itself)
     out = subprocess.run(run + [str(tmp_path / "b.py")], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout == ""
+
+
+PORTED = textwrap.dedent("""\
+    import shapeflow as torch
+    from torch.utils.data.dataloader import default_collate
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model = torch.nn.Linear(2, 2).to(device)
+    model = torch.compile(model)
+    model.cuda()
+    x = torch.ones(2, 2).cuda()
+    batch = torch.utils.data.dataloader.default_collate([x])
+    """)
+
+
+def test_check_module_flags_the_lines_that_will_fail_on_shapeflow(tmp_path):
+    import importlib
+    import re
+
+    path = tmp_path / "ported.py"
+    path.write_text(PORTED)
+    uses = {u.line: u.what for u in check_module(path, verbose=False)}
+    try:  # torch's spelling of line 9 runs where shapeflow.utils.data has a dataloader module
+        importlib.import_module("shapeflow.utils.data.dataloader")
+        fails = [2, 6, 7, 8]
+    except ImportError:
+        fails = [2, 6, 7, 8, 9]
+    assert sorted(uses) == fails  # lines 4 and 5 run as written
+    assert not hasattr(sf, "compile") or 6 not in uses  # (flagged while sf.compile is missing)
+    assert "torch.compile" in uses[6] and "remove the call" in uses[6]
+    for line in (7, 8):
+        assert ".to(device)" in uses[line] and "torch.cuda.is_available()" in uses[line]
+    for line in fails[:1] + fails[4:]:  # the spelling to use: one that has the name
+        spelling = re.search(r"use (shapeflow[\w.]+)", uses[line]).group(1)
+        assert spelling.endswith(".dataloader")
+        assert callable(importlib.import_module(spelling).default_collate)
+    with pytest.raises(sf.DeviceError):  # what line 8 does at run time
+        sf.ones(2).cuda()
+    with pytest.raises(AttributeError):  # and line 6
+        sf.compile

@@ -1,4 +1,5 @@
-"""Porting from PyTorch: `check_module` lists the lines of a program still using torch.
+"""Porting from PyTorch: `check_module` lists the lines of a program still using torch, and
+those that will fail on shapeflow (a name it lacks, `.cuda()`, an import that does not exist).
 
 `python -m shapeflow.compat train.py` prints those lines (exit status 1 if any). A name
 PyTorch has and shapeflow lacks raises an AttributeError that says what to use (`ADVICE`),
@@ -8,6 +9,7 @@ and a torch tensor given to a shapeflow op raises a DTypeError naming both types
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections import namedtuple
 
@@ -21,6 +23,13 @@ __all__ = ["ADVICE", "TorchUse", "check_module", "is_torch_tensor", "main",
 
 _TORCH_PACKAGES = ("torch", "torchvision", "torchaudio", "torchtext", "functorch")
 _EINOPS_TORCH = {"einops.layers.torch": "use shapeflow.nn.Rearrange / Reduce"}
+# torch modules whose shapeflow spelling is not torch -> shapeflow alone (the first that imports)
+_RENAMED = {"torch.utils.data": ("shapeflow.utils.data", "shapeflow.data")}
+# what a ported line must do now, where the run-time error's advice (ADVICE) is not enough
+_FIX = {"torch.compile": "remove the call (model = torch.compile(model): keep model), "
+                         "shapeflow runs eagerly"}
+_CUDA = ("shapeflow has no cuda device: use .to(device), with device = \"cuda\" if "
+         "torch.cuda.is_available() else \"cpu\" (sf.cuda.is_available() is False)")
 
 
 class TorchUse(namedtuple("TorchUse", ["path", "line", "text", "what"])):
@@ -38,6 +47,79 @@ def _is_torch(module: str | None) -> bool:
     return module.split(".")[0] in _TORCH_PACKAGES or module in _EINOPS_TORCH
 
 
+@functools.cache
+def _importable(module: str) -> bool:
+    import importlib
+
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        return False
+    return True
+
+
+def _spelling(torch_module: str) -> str | None:
+    """The shapeflow module to import for a torch one (`torch.utils.data.dataloader` ->
+    `shapeflow.utils.data.dataloader` where it exists, else `shapeflow.data.dataloader`)."""
+    if not torch_module.startswith("torch"):
+        return None
+    candidates = ["shapeflow" + torch_module[len("torch"):]]
+    for old, news in _RENAMED.items():
+        if torch_module == old or torch_module.startswith(old + "."):
+            candidates += [new + torch_module[len(old):] for new in news]
+    return next((c for c in dict.fromkeys(candidates) if _importable(c)), None)
+
+
+def _torch_import_advice(module: str) -> str:
+    spelling = _spelling(module) if module.split(".")[0] == "torch" else None
+    if spelling is None:
+        return _EINOPS_TORCH.get(module, "")
+    return "use import shapeflow as torch" if spelling == "shapeflow" else f"use {spelling}"
+
+
+@functools.cache
+def _missing(chain: tuple) -> str | None:
+    """Why `shapeflow.a.b...` fails, or None where every name exists (a submodule is imported
+    as `import shapeflow.a.b` would)."""
+    import importlib
+
+    obj = importlib.import_module("shapeflow")
+    for i, name in enumerate(chain[1:], 1):
+        module = ".".join(chain[:i + 1])
+        if hasattr(obj, name):
+            obj = getattr(obj, name)
+        elif _importable(module):
+            obj = importlib.import_module(module)
+        else:
+            where = ".".join(chain[:i])
+            torch_prefix = "torch" + where[len("shapeflow"):]
+            if _spelling(f"{torch_prefix}.{name}") is not None:
+                return _no_module(module)
+            torch_name = f"{torch_prefix}.{name}"
+            if torch_name in _FIX:
+                return f"fails: shapeflow has no {torch_name}; {_FIX[torch_name]}"
+            return f"fails: {missing_attribute(where, torch_prefix, name)}"
+    return None
+
+
+def _no_module(module: str) -> str:
+    spelling = _spelling("torch" + module[len("shapeflow"):])
+    return f"fails: no module {module}" + (f"; use {spelling}" if spelling else "")
+
+
+def _shapeflow_chain(node, sf_bound: dict) -> tuple | None:
+    """`torch.nn.Linear` (torch bound to shapeflow) -> ["shapeflow", "nn", "Linear"]."""
+    import ast
+
+    names = []
+    while isinstance(node, ast.Attribute):
+        names.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name) and node.id in sf_bound:
+        return (*sf_bound[node.id].split("."), *names[::-1])
+    return None
+
+
 def _uses_in_source(source: str, path: str) -> list[TorchUse]:
     import ast
 
@@ -45,20 +127,43 @@ def _uses_in_source(source: str, path: str) -> list[TorchUse]:
     lines = source.splitlines()
     found: list[tuple[int, str]] = []
     bound: dict[str, str] = {}  # local name -> the torch thing it stands for
+    sf_bound: dict[str, str] = {}  # local name -> the shapeflow module it stands for
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if _is_torch(alias.name):
-                    found.append((node.lineno, f"imports {alias.name}"))
+                    advice = _torch_import_advice(alias.name)
+                    found.append((node.lineno, f"imports {alias.name}"
+                                  + (f"; {advice}" if advice else "")))
                     local = alias.asname or alias.name.split(".")[0]
                     bound[local] = alias.name if alias.asname else local
+                elif alias.name.split(".")[0] == "shapeflow":
+                    if not _importable(alias.name):
+                        found.append((node.lineno, _no_module(alias.name)))
+                        continue
+                    local = alias.asname or "shapeflow"
+                    sf_bound[local] = alias.name if alias.asname else "shapeflow"
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and _is_torch(node.module):
             names = ", ".join(a.name for a in node.names)
-            advice = _EINOPS_TORCH.get(node.module)
+            advice = _torch_import_advice(node.module)
             found.append((node.lineno, f"imports {names} from {node.module}"
                           + (f"; {advice}" if advice else "")))
             for alias in node.names:
                 bound[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and \
+                node.module.split(".")[0] == "shapeflow":
+            if not _importable(node.module):
+                found.append((node.lineno, _no_module(node.module)))
+                continue
+            for alias in node.names:
+                if alias.name == "*":
+                    continue
+                chain = (*node.module.split("."), alias.name)
+                why = _missing(chain)
+                if why is not None:
+                    found.append((node.lineno, why))
+                else:
+                    sf_bound[alias.asname or alias.name] = ".".join(chain)
         elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
             fn = node.func
             fname = fn.attr if isinstance(fn, ast.Attribute) else getattr(fn, "id", "")
@@ -69,6 +174,14 @@ def _uses_in_source(source: str, path: str) -> list[TorchUse]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in bound:
             found.append((node.lineno, f"uses {bound[node.id]}"))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr == "cuda":
+            found.append((node.lineno, f"fails: .cuda(): {_CUDA}"))
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+            chain = _shapeflow_chain(node, sf_bound)
+            why = _missing(chain) if chain else None
+            if why is not None:
+                found.append((node.lineno, why))
     uses, seen = [], set()
     for lineno, what in sorted(found):
         if lineno in seen:
@@ -101,8 +214,10 @@ def check_module(module_or_path, *, verbose: bool = True) -> list[TorchUse]:
     """The lines of a module, package, file or directory that still use PyTorch.
 
     Finds `import torch`, `from torch... import`, torchvision and kin, einops' torch layers,
-    run-time imports of them, and every line that uses a name those imports bound. With
-    `verbose`, prints them as `path:line: code  (why)`. An empty list: nothing left.
+    run-time imports of them, and every line that uses a name those imports bound; and lines
+    that will fail on shapeflow: a name it lacks (`torch.compile` with torch bound to
+    shapeflow), `.cuda()`, a shapeflow import path that does not exist. With `verbose`, prints
+    them as `path:line: code  (why)`. An empty list: nothing left.
     """
     uses: list[TorchUse] = []
     for path in _files(module_or_path):
@@ -116,7 +231,8 @@ def check_module(module_or_path, *, verbose: bool = True) -> list[TorchUse]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m shapeflow.compat FILE_OR_DIR...`: print leftover torch uses; 1 if any."""
+    """`python -m shapeflow.compat FILE_OR_DIR...`: print leftover torch uses and lines that will
+    fail on shapeflow; 1 if any."""
     argv = sys.argv[1:] if argv is None else argv
     if argv == ["--torch-names"]:
         print(torch_names_source(), end="")

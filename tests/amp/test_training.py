@@ -32,6 +32,7 @@ def _mlp_data():
     return sf.tensor(x), sf.tensor(y)
 
 
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # forced
 def test_fp16_grad_scaler_survives_a_forced_overflow():
     sf.manual_seed(0)
     model = sf.nn.Sequential(sf.nn.Linear(8, 16), sf.nn.ReLU(), sf.nn.Linear(16, 2))

@@ -265,6 +265,7 @@ def test_int8_sqnr_at_least_pytorch_quantize_dynamic():
     assert ours > 30  # PyTorch's own bar for int8 models
 
 
+@pytest.mark.filterwarnings("ignore:invalid value encountered in cast:RuntimeWarning")
 @pytest.mark.parametrize("env", [{}, {"SHAPEFLOW_BLAS": "numpy"}])
 def test_int8_token_with_nan_or_inf_gives_a_nan_row(monkeypatch, env):
     from shapeflow.backend import igemm

@@ -16,6 +16,7 @@ class _Log(threading.local):
 
     def __init__(self) -> None:
         self.log: deque = deque(maxlen=256)
+        self.count = 0  # breaks noted in all: the last one's number is count - 1
 
 
 _log = _Log()
@@ -38,6 +39,18 @@ current_path = _no_module  # set by inspect.trace to the running module's path
 def note(reason: str, op: str) -> None:
     """Remember that gradients stopped at `op` for `reason`, in the running module."""
     _log.log.append((reason, op, current_path()))
+    _log.count += 1
+
+
+def count() -> int:
+    """How many breaks this thread has noted: a mark for `since`."""
+    return _log.count
+
+
+def since(mark: int) -> list:
+    """This thread's breaks noted from `mark` (a `count()`) on, those still in the log."""
+    log = _log.log
+    return list(log)[max(0, mark - (_log.count - len(log))):]
 
 
 def clear() -> None:

@@ -23,7 +23,7 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 
-from . import bf16gemm, kernels
+from . import bf16gemm, kernels, threads
 from .kernels import address
 
 # below this many multiply-adds the ctypes call (~1.5 us) costs more than MKL saves
@@ -57,6 +57,10 @@ def mkl_library() -> ctypes.CDLL | None:
     path = _find_mkl()
     if path is None:
         return None
+    # MKL's OpenMP threads spin 200 ms after each product by default: on a loaded machine
+    # they take the cores the main thread needs (the demo's epoch: 10-15 s under two busy
+    # processes, 1-2 s with 0). Read when OpenMP starts, so set before the first MKL call.
+    os.environ.setdefault("KMP_BLOCKTIME", "0")
     try:
         return ctypes.CDLL(str(path))
     except OSError:  # a broken install: NumPy's BLAS still works
@@ -146,6 +150,7 @@ def matmul(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None = None) -> np.n
     out = np.empty((m, n), dtype)
     if bias is not None:
         np.copyto(out, bias)
+    threads.for_product(m * n * k)
     fn(_ROW_MAJOR, oa[0], ob[0], m, n, k, 1.0, address(a), oa[1], address(b), ob[1],
        0.0 if bias is None else 1.0, address(out), n)
     return out
@@ -165,6 +170,7 @@ def matmul_acc(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
         oa, ob, oo = _operand(a), _operand(b), _operand(out)
         if oa is not None and ob is not None and oo is not None and oo[0] == _NO_TRANS \
                 and out.shape == (m, n) and b.shape[0] == k and m * n * k >= MIN_MACS:
+            threads.for_product(m * n * k)
             fn(_ROW_MAJOR, oa[0], ob[0], m, n, k, 1.0, address(a), oa[1], address(b), ob[1],
                1.0, address(out), oo[1])
             return
@@ -282,5 +288,6 @@ def _half_gemm(fn, a: np.ndarray, b: np.ndarray, bias32: np.ndarray | None,
         return
     if bias32 is not None:
         np.copyto(out, bias32)
+    threads.for_product(m * n * k)
     fn(_ROW_MAJOR, oa[0], ob[0], m, n, k, 1.0, address(a), oa[1], address(b), ob[1],
        0.0 if bias32 is None else 1.0, address(out), n)

@@ -64,6 +64,7 @@ class Packed:
             k, n = self.b.shape
             if oa is not None and oo is not None and oo[0] == _NO_TRANS and \
                     a.shape[1] == k and out.shape == (self.m, n):
+                gemm.threads.for_product(self.m * n * k)  # one thread for small ones
                 _state["compute"](_ROW_MAJOR, oa[0], _PACKED, self.m, n, k, address(a), oa[1],
                                   self.buf, n, 1.0, address(out), oo[1])
                 return

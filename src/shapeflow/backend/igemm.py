@@ -22,6 +22,7 @@ import os
 
 import numpy as np
 
+from . import threads
 from .gemm import mkl_library
 from .kernels import _cpu_flags, address
 
@@ -191,6 +192,7 @@ def _mkl(a: np.ndarray, w: np.ndarray, correction: np.ndarray | None) -> np.ndar
     w = np.ascontiguousarray(w)
     out = np.empty((m, n), np.int32)
     zero = np.zeros(1, np.int32)
+    threads.for_product(m * n * k)  # one thread for small products
     _state["fn"](_ROW_MAJOR, _NO_TRANS, _TRANS, _FIX_OFFSET, m, n, k, 1.0, address(shifted),
                  k, 0, address(w), k, 0, 0.0, address(out), n, address(zero))
     out += weight_correction(w) if correction is None else correction

@@ -26,6 +26,16 @@ def fit_overrides(name: str, dims: list) -> dict:
     return {}
 
 
+def input_dtype(model, dtype=None):
+    """The dtype to trace `model` with: int64 token ids where its first layer is an
+    embedding (gpt, lstm, a factory's language model), else `dtype` (None: float32)."""
+    from .. import dtypes
+    from ..nn import Embedding
+
+    first = next((m for m in model.modules() if not any(True for _ in m.children())), None)
+    return dtypes.int64 if isinstance(first, Embedding) else dtype
+
+
 def need_input(model: str):
     """The error for a module:factory model given without --input."""
     from ..errors import ShapeflowError

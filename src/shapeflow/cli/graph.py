@@ -12,7 +12,7 @@ import sys
 
 from .. import factories, nn
 from ..ops.elementwise import relu
-from ._inputs import fit_overrides, need_input, run_command, sizes
+from ._inputs import fit_overrides, input_dtype, need_input, run_command, sizes
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -20,7 +20,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "graph", help="draw the computation graph (svg/png/pdf via Graphviz, or DOT)",
         description=__doc__.split("\n\n")[1])
-    p.add_argument("model", help="mlp, vit, gpt, or package.module:factory")
+    p.add_argument("model", help="mlp, vit, gpt, resnet, lstm, or package.module:factory")
     p.add_argument("--input", help='input shape, e.g. "B,3,32,32" (names are symbolic)')
     p.add_argument("-o", "--output", help="file to write: .svg, .png, .pdf or .dot "
                    "(default: DOT on stdout)")
@@ -28,7 +28,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="collapse each module called at this depth into one node (1: the "
                    "model's children)")
     p.add_argument("--backward", action="store_true", help="add the gradient flow")
-    p.add_argument("--dtype", help="input dtype (default float32; token ids int64 for gpt)")
+    p.add_argument("--dtype", help="input dtype (default float32; int64 token ids for a "
+                   "model whose first layer is an embedding: gpt, lstm)")
     p.set_defaults(func=run)
 
 
@@ -45,10 +46,8 @@ def run(args: argparse.Namespace) -> int:
         raise need_input(args.model)
     with meta:  # built there directly: no weights are allocated, even for a factory's
         model = build_model(args.model, device="meta", **fit_overrides(args.model, sizes(spec)))
-    if args.dtype:
-        dtype = dtypes.get_dtype(args.dtype)
-    else:
-        dtype = dtypes.int64 if args.model == "gpt" else dtypes.float32
+    # given: as asked; else token ids for a model that embeds them (gpt, lstm), else float32
+    dtype = dtypes.get_dtype(args.dtype) if args.dtype else input_dtype(model)
     x = parse_input(spec, dtype=dtype)
     g = graph(model, x, depth=args.depth, backward=args.backward)
     if args.output:

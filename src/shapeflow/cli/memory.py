@@ -1,4 +1,5 @@
-"""`shapeflow memory gpt|vit|mlp|module:factory ...`: plan a training step's memory on paper.
+"""`shapeflow memory MODEL ...`: plan a training step's memory on paper (gpt, vit, mlp, resnet,
+lstm or module:factory).
 
 Builds the model on the meta device (nothing is allocated, so a 175B GPT plans in seconds),
 traces one step, prints the report, and with --devices the per-device plan under ZeRO and
@@ -22,7 +23,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "memory", help="what a training step keeps: report and per-device plans (meta device)",
         description=__doc__.split("\n\n")[1])
-    p.add_argument("model", help="gpt, vit, mlp, or package.module:factory")
+    p.add_argument("model", help="gpt, vit, mlp, resnet, lstm, or package.module:factory "
+                   "(token ids are given to a model whose first layer is an embedding)")
     g = p.add_argument_group("gpt")
     g.add_argument("--layers", type=int, help="transformer blocks (gpt n_layer, vit depth)")
     g.add_argument("--d-model", type=int, help="hidden size (gpt n_embd, vit dim)")
@@ -101,12 +103,12 @@ def build(args):
         from ._inputs import need_input
 
         raise need_input(args.model)
-    from ._inputs import fit_overrides, sizes
+    from ._inputs import fit_overrides, input_dtype, sizes
 
     model = build_model(args.model, device="meta", **fit_overrides(args.model, sizes(spec)))
     # B is the batch; other names stay symbolic, and the report gives expressions in them
     spec = ",".join(str(args.batch) if tok.strip() == "B" else tok for tok in spec.split(","))
-    x = parse_input(spec)
+    x = parse_input(spec, dtype=input_dtype(model))  # token ids for lstm and kin
     return model, (x,)
 
 

@@ -6,6 +6,9 @@ from __future__ import annotations
 import argparse
 
 MODELS = ("vit", "mlp", "gpt")
+# left out, in this order, where the table would not fit the terminal whole
+NARROW_DROP = ("in max/med", "input range", "w max/med", "|w| max", "norm. L2", "cos", "#",
+               "amplif. dB")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -31,11 +34,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run `shapeflow quant` with parsed arguments; the exit status."""
     from rich.console import Console
+    from rich.table import Table
 
     from ..errors import ShapeflowError
+    from ..inspect.render import Fitted
     from ..quant import get_scheme
     from ..quant.report import report
-    from ..quant.report_view import _width
+    from ..quant.report_view import _width, renderables
     from ._inputs import check_positive
     from ._quant_models import digits_subject, gpt_subject
 
@@ -52,7 +57,9 @@ def run(args: argparse.Namespace) -> int:
     console.print(subject.origin)
     rep = report(subject.model, *subject.inputs, scheme=args.scheme,
                  calibration=subject.calibration, target=subject.target)
-    console.print(rep)
+    for part in renderables(rep):  # the table fitted to the terminal: no number cut
+        console.print(Fitted(part, NARROW_DROP) if isinstance(part, Table) else part,
+                      crop=False)
     if args.budget_db is not None:
         s = rep.suggest(budget_db=args.budget_db)
         kept = ", ".join(s.keep_float) if s.keep_float else "nothing"

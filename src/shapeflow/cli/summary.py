@@ -22,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
     from ..device import meta
     from ..inspect.summary import summary
     from ..models.registry import build_model, default_input, parse_input
-    from ._inputs import fit_overrides, need_input, sizes
+    from ._inputs import fit_overrides, input_dtype, need_input, sizes
 
     spec = args.input or default_input(args.model)
     if spec is None:
@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
         model = build_model(args.model, device="meta", **fit_overrides(args.model, sizes(spec)))
     if dtype is not None:
         model = model.to(dtype)
-    x = parse_input(spec, dtype=dtypes.int64 if args.model in ("gpt", "lstm") else dtype)
+    x = parse_input(spec, dtype=input_dtype(model, dtype))
     s = summary(model, x)
     print(s.chain())
     print(s)

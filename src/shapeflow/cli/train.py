@@ -36,26 +36,33 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="data-parallel ranks (MPI); --batch-size is split among them")
     t.add_argument("--val-batches", type=int, default=8,
                    help="batches of the held-out last 10%% of the text for the validation loss")
-    t.add_argument("--save", default=DEFAULT_SAVE, metavar="PATH",
-                   help="the checkpoint to write (atomically): weights, config and vocabulary "
-                   f"(default: {DEFAULT_SAVE})")
+    t.add_argument("--save", default=None, metavar="PATH",
+                   help="the checkpoint to write (atomically): weights and config, the "
+                   f"vocabulary for gpt and lstm (default: {DEFAULT_SAVE} for gpt; lstm and "
+                   "resnet write one only when given)")
     t.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run `shapeflow train` with parsed arguments; the exit status."""
+    from ._inputs import check_positive
+
     if args.model == "resnet":
         from .train_resnet import train_resnet
 
+        check_positive(epochs=args.epochs, batch_size=args.batch_size, width=args.width)
         train_resnet(epochs=args.epochs, batch_size=args.batch_size, width=args.width,
-                     lr=args.lr, seed=args.seed)
+                     lr=args.lr, seed=args.seed, save=args.save)
         return 0
     if args.model == "lstm":
         from .train_lstm import train_lstm
 
+        check_positive(steps=args.steps, batch_size=args.batch_size, block_size=args.block_size,
+                       layers=args.layers, hidden=args.hidden, val_batches=args.val_batches)
         train_lstm(steps=args.steps, batch_size=args.batch_size, block_size=args.block_size,
                    num_layers=args.layers, hidden_size=args.hidden, lr=args.lr, seed=args.seed,
-                   sample_tokens=args.sample_tokens)
+                   sample_tokens=args.sample_tokens, val_batches=args.val_batches,
+                   save=args.save)
         return 0
     if args.nproc > 1:  # the same command on N ranks, each training data-parallel
         from .run import launch
@@ -68,14 +75,12 @@ def run(args: argparse.Namespace) -> int:
             if value is not True:
                 argv.append(str(value))
         return launch(args.nproc, [sys.executable, "-m", "shapeflow", *argv])
-    from ._inputs import check_positive
-
     check_positive(steps=args.steps, batch_size=args.batch_size, block_size=args.block_size,
                    layers=args.layers, d_model=args.d_model, heads=args.heads,
                    val_batches=args.val_batches)
     train_gpt(steps=args.steps, batch_size=args.batch_size, block_size=args.block_size,
               n_layer=args.layers, n_embd=args.d_model, n_head=args.heads, lr=args.lr,
-              seed=args.seed, sample_tokens=args.sample_tokens, save=args.save,
+              seed=args.seed, sample_tokens=args.sample_tokens, save=args.save or DEFAULT_SAVE,
               val_batches=args.val_batches, precision=args.precision)
     return 0
 
@@ -182,18 +187,29 @@ def train_gpt(steps: int = 300, batch_size: int = 32, block_size: int = 64, n_la
                   f"{val_loss:.3f} (the last 10% of the text, never trained on)")
     model = getattr(model, "module", model)  # DDP's wrapped model: plain keys in the file
     if save and rank == 0:
-        try:  # atomic: a crash leaves the previous file, never half of one
-            sf.save({"model": model.state_dict(), "config": config, "vocab": "".join(data.vocab),
-                     "steps": steps, "val_loss": val_loss}, save)
-        except OSError as err:
-            raise ShapeflowError(f"cannot write {save}: {err.strerror or err}",
-                                 hint="check that its folder exists and is writable") from None
+        write_checkpoint({"model": model.state_dict(), "config": config,
+                          "vocab": "".join(data.vocab), "steps": steps, "val_loss": val_loss},
+                         save)
         console.print(f"saved {save} (weights, config, vocabulary)")
     prompt = sf.tensor([data.encode(text[:block_size // 2])])
     with amp.autocast():
         out = model.generate(prompt, sample_tokens, temperature=0.8, top_k=20)
     console.print("[bold]sample:[/bold]\n" + data.decode(out[0].tolist()), highlight=False)
     return {"first_loss": losses[0], "last_loss": last, "val_loss": val_loss}
+
+
+def write_checkpoint(checkpoint: dict, path: str) -> None:
+    """sf.save, atomically (a crash leaves the previous file, never half of one); an unwritable
+    path is the user's to fix: a ShapeflowError, not a traceback."""
+    import shapeflow as sf
+
+    from ..errors import ShapeflowError
+
+    try:
+        sf.save(checkpoint, path)
+    except OSError as err:
+        raise ShapeflowError(f"cannot write {path}: {err.strerror or err}",
+                             hint="check that its folder exists and is writable") from None
 
 
 def load_gpt(path: str):

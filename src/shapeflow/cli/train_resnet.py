@@ -25,8 +25,9 @@ def evaluate(model, dataset, batch_size: int = 256) -> float:
 
 
 def train_resnet(epochs: int = 4, batch_size: int = 64, width: int = 16, lr: float = 3e-3,
-                 seed: int = 0) -> dict:
-    """Train on the 1,437 training digits, print the loss and the test accuracy; return both."""
+                 seed: int = 0, save: str | None = None) -> dict:
+    """Train on the 1,437 training digits, print the loss and the test accuracy, save a
+    checkpoint if `save` is a path; return the losses and the accuracy."""
     import numpy as np
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -40,7 +41,8 @@ def train_resnet(epochs: int = 4, batch_size: int = 64, width: int = 16, lr: flo
     console = Console()
     sf.manual_seed(seed)
     train, test = digits("train"), digits("test")
-    model = ResNet(**{**DIGITS_RESNET, "width": width})
+    config = {**DIGITS_RESNET, "width": width}
+    model = ResNet(**config)
     n_params = sum(p.numel() for p in model.parameters())
     console.print(f"{len(train)} training and {len(test)} test images (8x8 digits), "
                   f"{n_params:,} parameters")
@@ -70,4 +72,21 @@ def train_resnet(epochs: int = 4, batch_size: int = 64, width: int = 16, lr: flo
     acc = evaluate(model, test)
     console.print(f"loss {losses[0]:.3f} -> {np.mean(losses[-10:]):.3f}; test accuracy "
                   f"{acc:.1%} after {epochs} epochs in {elapsed:.1f} s")
+    if save:
+        from .train import write_checkpoint
+
+        write_checkpoint({"model": model.state_dict(), "config": config, "epochs": epochs,
+                          "accuracy": acc}, save)
+        console.print(f"saved {save} (weights with BatchNorm statistics, config)")
     return {"first_loss": losses[0], "last_loss": float(np.mean(losses[-10:])), "accuracy": acc}
+
+
+def load_resnet(path: str):
+    """The model from a checkpoint `shapeflow train resnet --save PATH` wrote."""
+    import shapeflow as sf
+    from shapeflow.models import ResNet
+
+    ckpt = sf.load(path)
+    model = ResNet(**ckpt["config"])
+    model.load_state_dict(ckpt["model"])
+    return model

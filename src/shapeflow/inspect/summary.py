@@ -66,9 +66,9 @@ class Summary:
         t = Table(title=f"{self.model_kind} summary", show_lines=False)
         for col in ("module", "kind", "input", "output", "params", "saved for backward"):
             right = col in ("params", "saved for backward")
-            # names and numbers stay whole; the shapes wrap when the terminal is narrow
+            # names and numbers stay whole; shapes and byte expressions wrap at spaces
             t.add_column(col, justify="right" if right else "left",
-                         no_wrap=col not in ("input", "output"))
+                         no_wrap=col in ("module", "kind", "params"))
         parents: list[str] = []  # path of the enclosing row at each depth
         for r in self.rows:
             del parents[r.depth:]
@@ -89,11 +89,14 @@ class Summary:
         """The table as text, at the terminal's width (cells wrap to fit)."""
         from .render import to_text
 
-        return to_text([self.table()])
+        return to_text([self.__rich__()])
 
     def __rich__(self):
-        """Printed by rich (`console.print(s)`): the table, fitted to the console's width."""
-        return self.table()
+        """Printed by rich (`console.print(s)`): the table, fitted to the console's width
+        (narrow: without the input, then kind, then saved columns; no number is cut)."""
+        from .render import Fitted
+
+        return Fitted(self.table(), drop=("input", "kind", "saved for backward"))
 
     def _repr_html_(self) -> str:
         """The chain and the table as HTML, for notebooks."""

@@ -27,14 +27,17 @@ class _Calls(threading.local):
         self.last_chain: list | None = None  # the chain of the last finished top-level call
         self.last_called: set[str] = set()  # paths of the modules the last top-level call ran
         self.last_root = None  # weakref to the last top-level call's module (explain_no_grad)
+        # module -> breaks.count() when its last top-level call began (explain_no_grad reads
+        # the breaks from there on, the user's code between calls included)
+        self.starts: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 _calls = _Calls()
 
 
 def __getattr__(name: str):
-    """`trace.last_chain`, `last_called`, `last_root`: this thread's."""
-    if name in ("last_chain", "last_called", "last_root"):
+    """`trace.last_chain`, `last_called`, `last_root`, `starts`: this thread's."""
+    if name in ("last_chain", "last_called", "last_root", "starts"):
         return getattr(_calls, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
@@ -202,7 +205,7 @@ def call_module(module, impl, args, kwargs, collect_rows: bool = False):
     top = state is None
     if top:
         state = calls.current = CallState(module, args, collect_rows)
-        breaks.clear()
+        calls.starts[module] = breaks.count()
         calls.last_root = weakref.ref(module)
     path = state.path_of(module)
     state.stack.append(path)

@@ -11,7 +11,14 @@ from .. import dtypes as _dt
 from ..autograd import no_grad
 from ..device import get_device, is_device_name
 from ..dtypes import DType
-from ..errors import DeviceError, DTypeError, ShapeError, ShapeflowError
+from ..errors import (
+    DeviceError,
+    DTypeError,
+    DTypeRuntimeError,
+    ShapeError,
+    ShapeflowError,
+    ShapeRuntimeError,
+)
 from ..inspect.trace import call_module
 from ..shape import format_shape
 from ..tensor import Tensor, from_numpy
@@ -413,11 +420,12 @@ class Module:
         problems, shape_bad, dtype_bad, device_bad = [], False, False, False
         if strict:
             for k in missing:
-                problems.append((k, f"missing from the state dict (the model expects "
+                problems.append((k, f"missing key in state_dict (the model expects "
                                     f"{_desc(expected[k][3])})"))
             for k in unexpected:
-                problems.append((k, f"unexpected (found {_desc(state_dict[k])}, the model has "
-                                    "no such parameter or buffer)"))
+                problems.append((k, f"unexpected key in state_dict (found "
+                                    f"{_desc(state_dict[k])}, the model has no such parameter "
+                                    "or buffer)"))
         plan = []
         for key, (module, store, name, target) in expected.items():
             if key not in state_dict:
@@ -435,9 +443,9 @@ class Module:
                 continue
             if tuple(value.shape) != tuple(target.shape):
                 shape_bad = True
-                problems.append((key, f"size mismatch: the model expects "
-                                      f"{format_shape(target.shape)}, the state dict has "
-                                      f"{format_shape(value.shape)}"))
+                problems.append((key, f"size mismatch: copying a param with shape "
+                                      f"{format_shape(value.shape)} from checkpoint, the shape "
+                                      f"in current model is {format_shape(target.shape)}"))
                 continue
             if not assign and value.dtype.category > target.dtype.category:
                 dtype_bad = True
@@ -451,10 +459,11 @@ class Module:
                 continue
             plan.append((module, store, name, target, value))
         if problems:
-            cls = (ShapeError if shape_bad else DTypeError if dtype_bad else
+            # every kind is a RuntimeError, as all of PyTorch's load_state_dict errors are
+            cls = (ShapeRuntimeError if shape_bad else DTypeRuntimeError if dtype_bad else
                    DeviceError if device_bad else StateDictError)
             raise cls(
-                f"error(s) in loading state_dict for {self._get_name()}: {len(problems)} "
+                f"Error(s) in loading state_dict for {self._get_name()}: {len(problems)} "
                 f"key(s) do not fit; the model was left unchanged",
                 op="load_state_dict", operands=problems,
                 hint="pass strict=False to skip missing and unexpected keys (sizes must "
