@@ -1,0 +1,76 @@
+"""Laplace(loc, scale), reparameterized through its inverse CDF."""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from ..factories import rand
+from ..tensor import Tensor
+from . import constraints
+from .distribution import Distribution
+from .utils import broadcast_all
+
+__all__ = ["Laplace"]
+
+
+class Laplace(Distribution):
+    """The Laplace (double exponential) distribution with location loc and scale."""
+
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
+    has_rsample = True
+
+    def __init__(self, loc, scale, validate_args: bool | None = None) -> None:
+        self.loc, self.scale = broadcast_all(loc, scale)
+        scalar = isinstance(loc, numbers.Number) and isinstance(scale, numbers.Number)
+        super().__init__(() if scalar else tuple(self.loc.shape), validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None) -> Laplace:
+        new = self._get_checked_instance(Laplace, _instance)
+        shape = tuple(batch_shape)
+        new.loc, new.scale = self.loc.expand(*shape), self.scale.expand(*shape)
+        Distribution.__init__(new, shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @property
+    def mean(self) -> Tensor:
+        return self.loc
+
+    @property
+    def mode(self) -> Tensor:
+        return self.loc
+
+    @property
+    def variance(self) -> Tensor:
+        return 2 * self.scale.pow(2)
+
+    @property
+    def stddev(self) -> Tensor:
+        return math.sqrt(2) * self.scale
+
+    def rsample(self, sample_shape=()) -> Tensor:
+        eps = float(np.finfo(self.loc.dtype.np).eps)
+        u = rand(*self._extended_shape(sample_shape), dtype=self.loc.dtype) * (2 - eps) - 1 + eps
+        return self.loc - self.scale * u.sign() * (-u.abs()).log1p()
+
+    def log_prob(self, value: Tensor) -> Tensor:
+        if self._validate_args:
+            self._validate_sample(value)
+        return -(2 * self.scale).log() - (value - self.loc).abs() / self.scale
+
+    def cdf(self, value: Tensor) -> Tensor:
+        if self._validate_args:
+            self._validate_sample(value)
+        d = value - self.loc
+        return 0.5 - 0.5 * d.sign() * (-d.abs() / self.scale).expm1()
+
+    def icdf(self, value: Tensor) -> Tensor:
+        t = value - 0.5
+        return self.loc - self.scale * t.sign() * (-2 * t.abs()).log1p()
+
+    def entropy(self) -> Tensor:
+        return 1 + (2 * self.scale).log()
