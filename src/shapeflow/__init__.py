@@ -70,7 +70,9 @@ _LAZY = {
     "memory": ".inspect.memory", "onnx": ".io.onnx", "linalg": ".linalg",
     "distributed": ".distributed", "cuda": ".cuda", "backends": ".backends",
     "accelerator": ".accelerator", "compat": ".compat",
-    "utils": ".utils", "quant": ".quant", "amp": ".amp", "serialization": ".serialization",
+    "utils": ".utils", "distributions": ".distributions", "quant": ".quant", "amp": ".amp",
+    "serialization": ".serialization",
+    "special": ".special",
 }
 _LAZY_ATTRS = {"graph": ".inspect.graph", "Graph": ".inspect.graph"}  # subprocess: not at import
 _LAZY_ATTRS["GradScaler"] = ".amp.grad_scaler"  # (torch.GradScaler) first used, then imported

@@ -23,7 +23,7 @@ def _exportable(t: Tensor, what: str) -> np.ndarray:
     if t.requires_grad:
         raise GraphError(f"{what}: can't export a tensor that requires grad {describe(t)}",
                          op=what, hint="use tensor.detach() first")
-    return t.data
+    return t._data
 
 
 def __dlpack__(self: Tensor, *, stream=None, max_version=None, dl_device=None, copy=None):

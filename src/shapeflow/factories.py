@@ -280,7 +280,7 @@ def eye(n: int, m: int | None = None, dtype=None, device=None,
 # ---- sf.tensor of lists that hold tensors, read as torch.tensor reads them ----------------
 
 _shape_of, _dtype_of = operator.attrgetter("shape"), operator.attrgetter("dtype")
-_device_of, _data_of = operator.attrgetter("device"), operator.attrgetter("data")
+_device_of, _data_of = operator.attrgetter("device"), operator.attrgetter("_data")
 _grad_of = operator.attrgetter("requires_grad")
 
 

@@ -81,7 +81,7 @@ def checkpoint(fn, *args, use_reentrant: bool | None = None, **kwargs):
         out = fn(*args, **kwargs)
     if not isinstance(out, Tensor):
         raise TypeError(f"checkpoint: fn must return one tensor, got {type(out).__name__}")
-    result = Tensor._make(out.data, out.shape, out.dtype, out.device)
+    result = Tensor._make(out._data, out.shape, out.dtype, out.device)
     record(op, tensors, result)
     return result
 

@@ -23,14 +23,14 @@ class Tensor:
     """An n-dimensional array with a dtype, a device and (optionally) a gradient."""
 
     __slots__ = (
-        "data", "shape", "dtype", "device", "requires_grad", "_grad", "grad_fn",
+        "_data", "shape", "dtype", "device", "requires_grad", "_grad", "grad_fn",
         "_version", "_base", "_hooks", "_origin", "__weakref__",
     )
     __array_priority__ = 1000  # so `ndarray + Tensor` defers to Tensor.__radd__
 
     def __init__(self, data, dtype=None, device=None, requires_grad: bool = False) -> None:
         t = tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
-        for name in ("data", "shape", "dtype", "device", "requires_grad", "_grad", "grad_fn",
+        for name in ("_data", "shape", "dtype", "device", "requires_grad", "_grad", "grad_fn",
                      "_version", "_base", "_hooks", "_origin"):
             setattr(self, name, getattr(t, name))
 
@@ -38,7 +38,7 @@ class Tensor:
     def _make(cls, data, shape, dtype: DType, device: Device) -> Tensor:
         """Wrap an array (or None on meta) without checks: the ops' fast path."""
         t = _new(cls)
-        t.data = data
+        t._data = data
         if type(shape) is not Shape:
             try:
                 shape = _known_shapes[shape]
@@ -72,6 +72,20 @@ class Tensor:
     @grad.deleter
     def grad(self) -> None:
         self._grad = None
+
+    # ---- .data: the same values outside the graph, as PyTorch's ----------------------
+    @property
+    def data(self) -> Tensor:
+        """This tensor's data as a new tensor outside the graph (shared, not copied).
+
+        Unlike detach(), in-place changes through it are not counted by autograd, as in PyTorch."""
+        out = Tensor._make(self._data, self.shape, self.dtype, self.device)
+        out._origin = "data"
+        return out
+
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        _set_data(self, value)
 
     # ---- basic properties -------------------------------------------------------------
     @property
@@ -129,7 +143,7 @@ class Tensor:
                 op=what,
                 hint="run the model on cpu tensors to get values; meta traces shapes and memory",
             )
-        return self.device.to_numpy(self.data)  # the host array itself on cpu
+        return self.device.to_numpy(self._data)  # the host array itself on cpu
 
     def numpy(self) -> np.ndarray:
         """The data as a NumPy array (shared, not copied); the graph does not follow it."""
@@ -230,7 +244,7 @@ class Tensor:
             from .autograd import breaks
 
             breaks.note("detach", "detach()")
-        out = Tensor._make(self.data, self.shape, self.dtype, self.device)
+        out = Tensor._make(self._data, self.shape, self.dtype, self.device)
         out._version = self._version
         out._origin = "detach"
         return out
@@ -326,7 +340,7 @@ class Tensor:
         if not self.device.computes:
             body = "..."
         else:
-            arr = self.device.to_numpy(self.data)
+            arr = self.device.to_numpy(self._data)
             if self.dtype is _dt.bfloat16:
                 arr = arr.astype(np.float32)
             body = np.array2string(
@@ -418,6 +432,32 @@ def _infer_dtype(data, kinds: set | None = None) -> DType:
     raise DTypeError(f"cannot make a tensor from data of NumPy kind {arr.dtype}")
 
 
+def _set_data(t: Tensor, value) -> None:
+    """`t.data = value`: t takes value's array, shape and dtype (as PyTorch's set_data)."""
+    op = "data assignment"
+    if not isinstance(value, Tensor):
+        kind = type(value)
+        name = f"{kind.__module__}.{kind.__name__}".removeprefix("builtins.")
+        raise DTypeError(f"{op}: t.data must be set to a Tensor, got {name}", op=op,
+                         operands=[("tensor", describe(t))],
+                         hint="write `t.data = sf.tensor(values)`, or copy the values in "
+                         "place with `t.data.copy_(sf.tensor(values))`")
+    if value.device.computes != t.device.computes:
+        raise DeviceError(f"{op}: a {value.device} tensor's data cannot replace a "
+                          f"{t.device} tensor's", op=op,
+                          operands=[("tensor", describe(t)), ("data", describe(value))],
+                          hint=f"move it first: value.to({str(t.device)!r})")
+    if t.requires_grad and not value.dtype.is_floating_point:
+        from .errors import DTypeRuntimeError
+
+        raise DTypeRuntimeError(
+            f"{op}: data set to a tensor that requires gradients must be floating point, "
+            f"got {value.dtype}", op=op, operands=[("tensor", describe(t))],
+            hint="convert with .float() first, or set requires_grad_(False)")
+    # no version bump, as in PyTorch: graphs already recorded read the new data
+    t._data, t.shape, t.dtype, t.device = value._data, value.shape, value.dtype, value.device
+
+
 def _check_grad(t: Tensor, g) -> None:
     """Raise as PyTorch does when `t.grad = g` does not fit t: kind, device, dtype, shape."""
     op, ops = "grad assignment", [("tensor", describe(t))]
@@ -496,7 +536,7 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
         src = data.detach()
         dt = _dt.get_dtype(dtype) if dtype is not None else data.dtype
         out = src.to(dtype=dt, device=device, copy=True)
-        out = Tensor._make(out.data, out.shape, out.dtype, out.device)
+        out = Tensor._make(out._data, out.shape, out.dtype, out.device)
     else:
         if type(data).__module__.startswith("torch"):  # a PyTorch tensor: its values, copied
             from .torch_interop import torch_values

@@ -23,7 +23,7 @@ def tensor_format(self: Tensor, format_spec: str) -> str:
     """As torch.Tensor.__format__: a 0-d tensor with data formats as its Python number."""
     if self.ndim == 0 and self.device.computes and type(self) is Tensor:
         # the value without item()'s graph-break note: printing a loss breaks nothing
-        return Tensor._make(self.data, (), self.dtype, self.device).item().__format__(format_spec)
+        return Tensor._make(self._data, (), self.dtype, self.device).item().__format__(format_spec)
     return object.__format__(self, format_spec)
 
 
@@ -66,11 +66,11 @@ def cuda(self: Tensor, device=None, non_blocking: bool = False) -> Tensor:
 
 def is_contiguous(self: Tensor, memory_format=None) -> bool:
     """Whether the elements lie in row-major order with no gaps (views may not)."""
-    if self.data is None:  # a device that does not compute (meta): no array to ask
+    if self._data is None:  # a device that does not compute (meta): no array to ask
         from .ops import meta_layout
 
         return meta_layout.is_contiguous(self)
-    return bool(self.data.flags.c_contiguous)
+    return bool(self._data.flags.c_contiguous)
 
 
 class memory_format:  # noqa: N801  (PyTorch's name: torch.memory_format)
@@ -156,7 +156,7 @@ def is_same_size(self: Tensor, other: Tensor) -> bool:
 
 def is_set_to(self: Tensor, other: Tensor) -> bool:
     """Whether both tensors view the same memory with the same shape and strides."""
-    a, b = self.data, other.data
+    a, b = self._data, other._data
     if a is None or b is None:
         return self is other
     return (a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
@@ -177,16 +177,16 @@ def apply_(self: Tensor, callable) -> Tensor:  # noqa: A002  (PyTorch's name)
 
     from .errors import DeviceError, GraphError
 
-    if self.data is None:  # a device that does not compute (meta): no array to ask
+    if self._data is None:  # a device that does not compute (meta): no array to ask
         raise DeviceError("apply_: a meta tensor has no elements to apply a function to",
                           op="apply_")
     if self.requires_grad:
         raise GraphError("apply_: a tensor that requires grad cannot be changed by a Python "
                          "function (no gradient can follow it)", op="apply_",
                          hint="use tensor ops, or apply_ to a detached copy")
-    if self.data.size:
-        out = np.vectorize(callable, otypes=[self.data.dtype])(self.data)
-        np.copyto(self.data, out, casting="unsafe")
+    if self._data.size:
+        out = np.vectorize(callable, otypes=[self._data.dtype])(self._data)
+        np.copyto(self._data, out, casting="unsafe")
     self._version[0] += 1
     self._version[1] = "apply_"
     return self

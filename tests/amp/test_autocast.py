@@ -145,7 +145,7 @@ def test_op_matches_torch_autocast(name):
     with torch.autocast("cpu", dtype=torch.bfloat16):
         theirs = tfn(*theirs_in)
     assert ours.dtype == SF_DT[theirs.dtype], (ours.dtype, theirs.dtype)
-    assert ours.data.dtype == ours.dtype.np  # the array holds what the tensor says
+    assert ours._data.dtype == ours.dtype.np  # the array holds what the tensor says
     _close(ours, theirs, ours.dtype)
 
 

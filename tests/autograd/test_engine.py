@@ -199,7 +199,7 @@ def test_grad_of_grad_matmul_vs_torch():
 def test_saved_arrays_released_after_backward():
     x = sf.randn(100, requires_grad=True)
     h = x.exp()
-    ref = weakref.ref(h.data)
+    ref = weakref.ref(h._data)
     y = h.tanh().sum()
     del h
     gc.disable()
@@ -214,7 +214,7 @@ def test_saved_arrays_released_after_backward():
 def test_graph_without_backward_has_no_cycles():
     x = sf.randn(50, requires_grad=True)
     h = x.exp()
-    ref = weakref.ref(h.data)
+    ref = weakref.ref(h._data)
     y = h.sigmoid().sum()
     del h, y
     gc.disable()

@@ -85,10 +85,10 @@ def test_cast_op_uses_the_kernel_and_matches_torch(rng):
     x32 = x32[np.isfinite(x32)]
     t = sf.from_numpy(x32)
     h = t.to(sf.bfloat16)
-    np.testing.assert_array_equal(_bits(h.data),
+    np.testing.assert_array_equal(_bits(h._data),
                                   torch.from_numpy(x32).bfloat16().view(torch.int16).numpy()
                                   .view(np.uint16))
-    np.testing.assert_array_equal(h.float().numpy(), h.data.astype(np.float32))
+    np.testing.assert_array_equal(h.float().numpy(), h._data.astype(np.float32))
 
 
 def _bf16(rng, shape, scale=3.0):
@@ -115,8 +115,8 @@ def test_gelu_op_in_bf16_same_with_and_without_kernels(rng):
         slow = F.gelu(x)
     finally:
         kernels.set_enabled(old)
-    assert fast.dtype is sf.bfloat16 and fast.data.dtype == BF16
-    np.testing.assert_array_equal(_bits(fast.data), _bits(slow.data))
+    assert fast.dtype is sf.bfloat16 and fast._data.dtype == BF16
+    np.testing.assert_array_equal(_bits(fast._data), _bits(slow._data))
 
 
 @pytest.mark.parametrize("n", [1, 7, 16, 300])

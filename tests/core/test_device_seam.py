@@ -38,7 +38,7 @@ def dev():
 
 
 def _on_device(t) -> bool:
-    return t.device is get_device("cpu-copy") and type(t.data) is np.ndarray
+    return t.device is get_device("cpu-copy") and type(t._data) is np.ndarray
 
 
 def test_the_device_is_found_by_name_and_compares_as_its_string(dev):
@@ -66,7 +66,7 @@ def test_ops_and_backward_run_there_and_match_cpu(dev):
         loss.backward()
         results[name] = (loss, h, x.grad, w.grad)
     for t_cpu, t_dev in zip(results["cpu"], results["cpu-copy"]):
-        assert _on_device(t_dev), (t_dev.device, type(t_dev.data))
+        assert _on_device(t_dev), (t_dev.device, type(t_dev._data))
         np.testing.assert_array_equal(t_dev.detach().numpy(), t_cpu.detach().numpy())
 
 
@@ -98,13 +98,13 @@ def test_to_moves_through_host_memory_and_back(dev):
     before = CopyDevice.moved_in
     y = x.to("cpu-copy")
     assert _on_device(y) and CopyDevice.moved_in == before + 1
-    x.data[0, 0] = 100.0  # a copy: the device's memory does not follow the host's
+    x._data[0, 0] = 100.0  # a copy: the device's memory does not follow the host's
     assert y[0, 0].item() == 0.0
     z = y.to("cpu")
     assert z.device is sf.cpu
     np.testing.assert_array_equal(z.numpy(), np.arange(6.0).reshape(2, 3))
     m = y.to("meta")
-    assert m.is_meta and m.data is None
+    assert m.is_meta and m._data is None
     with pytest.raises(DeviceError, match="meta tensor .* to cpu-copy: it has no data"):
         m.to("cpu-copy")
 

@@ -59,13 +59,13 @@ def test_tensor_surface():
     assert t.device == "cpu" and t.dtype is sf.float32 and t.is_leaf and t.grad_fn is None
     assert repr(t) == "tensor([[1., 2.]], shape=[1, 2], dtype=float32, requires_grad=True)"
     d = t.detach()
-    assert not d.requires_grad and d.numpy() is t.data
+    assert not d.requires_grad and d.numpy() is t._data
     assert t.double().dtype is sf.float64 and t.half().dtype is sf.float16
     assert t.bfloat16().dtype is sf.bfloat16 and t.long().dtype is sf.int64
     assert t.bool().dtype is sf.bool and t.float().dtype is sf.float32
     assert t.to(sf.float64).dtype is sf.float64 and t.to("meta").device == "meta"
     c = t.clone()
-    assert c.grad_fn is not None and c.detach().numpy() is not t.data
+    assert c.grad_fn is not None and c.detach().numpy() is not t._data
     assert np.asarray(t.detach()).shape == (1, 2)
     assert t.detach().tolist() == [[1.0, 2.0]] and sf.tensor(3).item() == 3
     assert sf.ones(2).requires_grad_(True).is_leaf
@@ -83,7 +83,7 @@ def test_numpy_of_tensor_requiring_grad_raises():
 
 def test_meta_device_has_no_data():
     m = sf.ones(2, 3, device="meta")
-    assert m.device == "meta" and m.shape == (2, 3) and m.data is None
+    assert m.device == "meta" and m.shape == (2, 3) and m._data is None
     for f in (m.numpy, m.item, m.tolist):
         with pytest.raises(sf.DeviceError):
             f()

@@ -351,7 +351,7 @@ def test_digits_split_fixed_disjoint_stratified():
 
 def test_digits_arrays_are_not_shared_between_calls():
     a = D.digits("test")
-    a.tensors[0].data[:] = 5.0
+    a.tensors[0]._data[:] = 5.0
     assert np.asarray(D.digits("test").tensors[0]).max() == 1.0
 
 

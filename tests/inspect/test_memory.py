@@ -61,7 +61,7 @@ def _owner(a):
 
 def held_by_graph(loss, params) -> int:
     """Bytes of the distinct buffers the recorded graph keeps for backward (not parameters)."""
-    skip = {id(_owner(p.data)) for p in params}
+    skip = {id(_owner(p._data)) for p in params}
     seen, total, stack, visited = set(), 0, [loss.grad_fn], set()
     while stack:
         node = stack.pop()

@@ -128,10 +128,10 @@ def test_kv_cache_after_prefill_holds_exactly_the_formula():
     cache = KVCache(3)
     with sf.no_grad():
         model(idx, cache=cache)
-        held = {id(_owner(t.data)): _owner(t.data).nbytes for kv in cache.layers for t in kv}
+        held = {id(_owner(t._data)): _owner(t._data).nbytes for kv in cache.layers for t in kv}
         assert sum(held.values()) == kv_cache_bytes(model, 2, 10, "float32")
         model(sf.randint(0, 50, (2, 1)), cache=cache)
-        held = {id(_owner(t.data)): _owner(t.data).nbytes for kv in cache.layers for t in kv}
+        held = {id(_owner(t._data)): _owner(t._data).nbytes for kv in cache.layers for t in kv}
         assert sum(held.values()) == kv_cache_bytes(model, 2, 11, "float32")
     prompt = sf.randint(0, 50, (2, 5))
     np.testing.assert_array_equal(model.generate(prompt, 12, do_sample=False).numpy(),

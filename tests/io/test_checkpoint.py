@@ -36,7 +36,7 @@ def _bits(arr: np.ndarray) -> bytes:
 def _same_tensor(a, b):
     assert isinstance(b, sf.Tensor)
     assert a.dtype is b.dtype and a.shape == b.shape and b.device == "cpu"
-    assert _bits(a.data) == _bits(b.data)  # bit-exact, NaN payloads and -0.0 included
+    assert _bits(a._data) == _bits(b._data)  # bit-exact, NaN payloads and -0.0 included
 
 
 def _same(a, b):
@@ -69,7 +69,7 @@ def test_tensor_round_trip_exact(tmp_path, rng, np_dtype, shape):
     out = load(tmp_path / "c.safetensors")
     assert list(out) == ["t"]
     _same_tensor(t, out["t"])
-    out["t"].data[...] = 0  # loaded tensors are writable (optimizers update in place)
+    out["t"]._data[...] = 0  # loaded tensors are writable (optimizers update in place)
 
 
 def test_model_state_dict_round_trip(tmp_path, rng):

@@ -331,7 +331,7 @@ def _holds(node, value, arrays):
     ((tag, v),) = node.items()
     if tag in ("$tensor", "$ndarray"):
         assert isinstance(value, sf.Tensor if tag == "$tensor" else np.ndarray)
-        _same_array(value.data if tag == "$tensor" else value, arrays[v])
+        _same_array(value._data if tag == "$tensor" else value, arrays[v])
     elif tag == "$tuple":
         assert type(value) is tuple
         _holds(v, list(value), arrays)
@@ -360,7 +360,7 @@ def _same_shapes(cpu, on_meta):
     """The meta load is the cpu load with each tensor's data dropped."""
     if isinstance(cpu, (sf.Tensor, np.ndarray)):
         assert isinstance(on_meta, sf.Tensor) and on_meta.device == "meta"
-        data = cpu if isinstance(cpu, np.ndarray) else cpu.data
+        data = cpu if isinstance(cpu, np.ndarray) else cpu._data
         assert tuple(on_meta.shape) == data.shape and on_meta.dtype.np == data.dtype
     elif isinstance(cpu, dict):
         assert type(on_meta) is type(cpu) and len(on_meta) == len(cpu)
@@ -400,7 +400,7 @@ def _check(path, blob: bytes) -> bool:
     if doc is None:
         assert list(out) == list(arrays)
         for name, arr in arrays.items():
-            _same_array(out[name].data, arr)
+            _same_array(out[name]._data, arr)
     else:
         _holds(json.loads(doc)["obj"], out, arrays)
     _same_shapes(out, on_meta)

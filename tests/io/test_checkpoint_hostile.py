@@ -315,7 +315,7 @@ def test_sigkill_during_save_leaves_a_whole_file(tmp_path):
         proc.wait()
         proc.stdout.close()
         out = load(path)  # whichever version was renamed in last, whole
-        assert out["step"] in (1, 2) and (out["v"].data == out["step"]).all()
+        assert out["step"] in (1, 2) and (out["v"]._data == out["step"]).all()
     # a killed save cannot remove its temporary file; it never takes the checkpoint's name
     assert all(p.name == "ckpt.st" or p.name.startswith(".ckpt.st.") for p in tmp_path.iterdir())
 
@@ -331,7 +331,7 @@ class _Net(nn.Module):
 
 
 def _snapshot(model) -> dict:
-    return {k: (t.dtype, t.shape, t.data.tobytes()) for k, t in model.state_dict().items()}
+    return {k: (t.dtype, t.shape, t._data.tobytes()) for k, t in model.state_dict().items()}
 
 
 def _header_of(blob: bytes) -> tuple[dict, bytes]:
@@ -378,7 +378,7 @@ def test_load_state_dict_from_a_corrupt_file_changes_nothing(tmp_path, map_locat
                                                             corruption):
     path = tmp_path / "net.st"
     src = _Net()
-    src.seen.data[...] = 7
+    src.seen._data[...] = 7
     save(src.state_dict(), path)
     path.write_bytes(CORRUPTIONS[corruption](path.read_bytes()))
     model = _Net()

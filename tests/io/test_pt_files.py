@@ -49,11 +49,11 @@ def test_views_shared_storages_and_strides():
         _equal(out[k], t)
     # one storage in the file, one buffer after loading: a write shows in every view
     assert np.shares_memory(out["base"].data, out["cols"].data)
-    out["base"].data[1, 3] = -1.0
-    assert out["rows"].data[0, 3] == -1.0 and out["cols"].data[1, 0] == -1.0
+    out["base"]._data[1, 3] = -1.0
+    assert out["rows"]._data[0, 3] == -1.0 and out["cols"]._data[1, 0] == -1.0
     # an expanded (stride 0) tensor is a copy: its elements must not alias each other
-    out["expanded"].data[0, 0] = 9.0
-    assert out["expanded"].data[1, 0] == 0.0
+    out["expanded"]._data[0, 0] = 9.0
+    assert out["expanded"]._data[1, 0] == 0.0
 
 
 def test_nested_objects():

@@ -132,11 +132,11 @@ def test_trunc_normal(mean, std, a, b):
 
 def test_seeded_reproducible_and_in_place():
     t = big(5, 7)
-    arr, v = t.data, t.version
+    arr, v = t._data, t.version
     sf.manual_seed(42)
     init.kaiming_uniform_(t)
     first = t.numpy().copy()
-    assert t.data is arr and t.version == v + 1
+    assert t._data is arr and t.version == v + 1
     sf.manual_seed(42)
     init.kaiming_uniform_(t)
     assert np.array_equal(first, t.numpy())
@@ -169,8 +169,8 @@ def test_meta_is_a_no_op():
                init.xavier_normal_, init.kaiming_uniform_, init.kaiming_normal_,
                init.trunc_normal_):
         t = sf.empty(4, 5, device="meta")
-        assert fn(t) is t and t.data is None
-    assert init.constant_(sf.empty(3, device="meta"), 1.0).data is None
+        assert fn(t) is t and t._data is None
+    assert init.constant_(sf.empty(3, device="meta"), 1.0)._data is None
     with pytest.raises(ValueError):
         init.xavier_uniform_(sf.empty(3, device="meta"))  # fans still checked
 

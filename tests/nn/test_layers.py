@@ -89,7 +89,7 @@ def test_linear_default_init_and_factory_kwargs():
     sf.manual_seed(0)
     m = nn.Linear(64, 32)
     bound = 1 / math.sqrt(64)
-    w, b = m.weight.data, m.bias.data
+    w, b = m.weight._data, m.bias._data
     assert np.abs(w).max() <= bound and np.abs(b).max() <= bound
     assert np.abs(w).max() > 0.9 * bound  # uniform over the whole range
     # U(-a, a) has std a / sqrt(3)
@@ -97,10 +97,10 @@ def test_linear_default_init_and_factory_kwargs():
     m64 = nn.Linear(3, 2, dtype=sf.float64)
     assert m64.weight.dtype is sf.float64 and m64.bias.dtype is sf.float64
     mm = nn.Linear(3, 2, device="meta")
-    assert mm.weight.device == "meta" and mm.weight.data is None
+    assert mm.weight.device == "meta" and mm.weight._data is None
     assert nn.Linear(3, 2, bias=False).bias is None
     sf.manual_seed(5)
-    a = nn.Linear(4, 4).weight.data.copy()
+    a = nn.Linear(4, 4).weight._data.copy()
     sf.manual_seed(5)
     assert np.array_equal(a, nn.Linear(4, 4).weight.data)
 
@@ -152,9 +152,9 @@ def test_layer_norm(shape, norm, affine, bias):
     sf_m = nn.LayerNorm(norm, elementwise_affine=affine, bias=bias)
     t_m = torch.nn.LayerNorm(norm, elementwise_affine=affine, bias=bias)
     if affine:  # non-trivial weights so their grads matter
-        sf_m.weight.data[...] = randn(*sf_m.weight.shape)
+        sf_m.weight._data[...] = randn(*sf_m.weight.shape)
         if bias:
-            sf_m.bias.data[...] = randn(*sf_m.bias.shape)
+            sf_m.bias._data[...] = randn(*sf_m.bias.shape)
     twin(sf_m, t_m, randn(*shape), rtol=1e-4, atol=1e-5)
 
 
@@ -164,7 +164,7 @@ def test_rms_norm(eps, affine):
     sf_m = nn.RMSNorm(6, eps=eps, elementwise_affine=affine)
     t_m = torch.nn.RMSNorm(6, eps=eps, elementwise_affine=affine)
     if affine:
-        sf_m.weight.data[...] = randn(6)
+        sf_m.weight._data[...] = randn(6)
     twin(sf_m, t_m, randn(3, 4, 6), rtol=1e-4, atol=1e-5)
 
 
@@ -208,12 +208,12 @@ def test_embedding(padding_idx):
 def test_embedding_init_and_from_pretrained():
     sf.manual_seed(0)
     e = nn.Embedding(1000, 100, padding_idx=3)
-    w = e.weight.data
+    w = e.weight._data
     assert abs(w.mean()) < 0.01 and abs(w.std() - 1) < 0.01
     assert not np.any(w[3])
     pre = sf.randn(4, 3)
     f = nn.Embedding.from_pretrained(pre)
-    assert not f.weight.requires_grad and f.weight.data is pre.data
+    assert not f.weight.requires_grad and f.weight._data is pre._data
     with pytest.raises(ValueError):
         nn.Embedding(5, 2, padding_idx=5)
 
@@ -297,7 +297,7 @@ def test_conv2d_init_and_checks():
     c = nn.Conv2d(8, 16, 3)
     bound = 1 / math.sqrt(8 * 9)
     assert tuple(c.weight.shape) == (16, 8, 3, 3)
-    assert np.abs(c.weight.data).max() <= bound and np.abs(c.bias.data).max() <= bound
+    assert np.abs(c.weight._data).max() <= bound and np.abs(c.bias._data).max() <= bound
     with pytest.raises(ValueError):
         nn.Conv2d(3, 4, 3, groups=2)
     with pytest.raises(ValueError):
@@ -337,7 +337,7 @@ def _mha(E=8, H=2, **kw):
     # non-zero biases so their grads and placement are checked
     for name, p in sf_m.named_parameters():
         if "bias" in name:
-            p.data[...] = randn(*p.shape) * 0.1
+            p._data[...] = randn(*p.shape) * 0.1
     return sf_m, t_m
 
 
@@ -347,9 +347,9 @@ def test_mha_parameters_match_torch_layout():
         [(n, tuple(p.shape)) for n, p in t_m.named_parameters()]
     assert list(sf_m.state_dict()) == list(t_m.state_dict())
     fresh = nn.MultiheadAttention(8, 2)
-    assert not np.any(fresh.in_proj_bias.data) and not np.any(fresh.out_proj.bias.data)
+    assert not np.any(fresh.in_proj_bias._data) and not np.any(fresh.out_proj.bias._data)
     bound = math.sqrt(6 / (8 + 24))  # xavier_uniform on [24, 8]
-    assert np.abs(fresh.in_proj_weight.data).max() <= bound
+    assert np.abs(fresh.in_proj_weight._data).max() <= bound
     sf_k, t_k = _mha(kdim=5, vdim=3)
     assert [n for n, _ in sf_k.named_parameters()] == [n for n, _ in t_k.named_parameters()]
     with pytest.raises(ValueError):

@@ -223,7 +223,7 @@ def test_losses_on_meta():
                        (F.pairwise_distance(x, y, keepdim=True), (4, 1)),
                        (sf.nn.GaussianNLLLoss(reduction="none")(x, y, sf.ones(4, device="meta")),
                         (4, 3))]:
-        assert out.device == "meta" and out.data is None and tuple(out.shape) == shape
+        assert out.device == "meta" and out._data is None and tuple(out.shape) == shape
         assert out.requires_grad
 
 

@@ -42,14 +42,14 @@ def test_parameter_shares_data_and_is_a_leaf():
     t = sf.randn(2, 3)
     p = nn.Parameter(t)
     assert isinstance(p, sf.Tensor) and isinstance(p, nn.Parameter)
-    assert p.data is t.data and p.requires_grad and p.is_leaf and p.grad is None
+    assert p._data is t._data and p.requires_grad and p.is_leaf and p.grad is None
     assert repr(p).startswith("Parameter containing:\ntensor(")
     assert str(p) == repr(p)
     q = nn.Parameter(t, requires_grad=False)
     assert not q.requires_grad
     out = p * 2  # ops give plain tensors
     assert type(out) is sf.Tensor
-    assert type(p.detach()) is sf.Tensor and p.detach().data is p.data
+    assert type(p.detach()) is sf.Tensor and p.detach()._data is p._data
     with pytest.raises(sf.DTypeError):
         nn.Parameter(sf.tensor([1, 2]))
     assert nn.Parameter(sf.tensor([1, 2]), requires_grad=False).dtype is sf.int64
@@ -60,7 +60,7 @@ def test_parameter_deepcopy_and_pickle():
     p = nn.Parameter(sf.randn(3))
     q = copy.deepcopy(p)
     assert isinstance(q, nn.Parameter) and q.requires_grad
-    assert q.data is not p.data and np.array_equal(q.data, p.data)
+    assert q._data is not p._data and np.array_equal(q.data, p.data)
     r = pickle.loads(pickle.dumps(p))
     assert isinstance(r, nn.Parameter) and np.array_equal(r.data, p.data)
 
@@ -124,7 +124,7 @@ def test_tied_parameters_are_counted_once():
     assert names_all == ["a.w", "a.inner.b", "b.w", "b.inner.b"]
     sd = m.state_dict()
     assert list(sd) == ["a.w", "a.running", "a.inner.b", "b.w", "b.running", "b.inner.b"]
-    assert sd["a.w"].data is sd["b.w"].data
+    assert sd["a.w"]._data is sd["b.w"]._data
     # a shared module is listed once too
     shared = nn.Linear(2, 2)
     seq = nn.Sequential(shared, shared)
@@ -136,7 +136,7 @@ def test_state_dict_is_detached_and_shares_data():
     m = Block()
     sd = m.state_dict()
     assert isinstance(sd, OrderedDict)
-    assert sd["w"].data is m.w.data and not sd["w"].requires_grad
+    assert sd["w"]._data is m.w._data and not sd["w"].requires_grad
     assert type(sd["w"]) is sf.Tensor
     assert m.state_dict(keep_vars=True)["w"] is m.w
 
@@ -144,14 +144,14 @@ def test_state_dict_is_detached_and_shares_data():
 def test_state_dict_round_trip_copies_in_place():
     a, b = Block(), Block()
     sf.manual_seed(1)
-    b.w.data[...] = 0
-    w_obj, w_arr, v0 = b.w, b.w.data, b.w.version
+    b.w._data[...] = 0
+    w_obj, w_arr, v0 = b.w, b.w._data, b.w.version
     res = b.load_state_dict(a.state_dict())
     assert res.missing_keys == [] and res.unexpected_keys == []
     assert repr(res) == "<All keys matched successfully>"
-    assert b.w is w_obj and b.w.data is w_arr  # copied into the existing array
+    assert b.w is w_obj and b.w._data is w_arr  # copied into the existing array
     assert b.w.version == v0 + 1
-    assert np.array_equal(b.w.data, a.w.data) and b.w.data is not a.w.data
+    assert np.array_equal(b.w.data, a.w.data) and b.w._data is not a.w._data
     assert np.array_equal(b.inner.b.data, a.inner.b.data)
     assert b.w.requires_grad and b.w.is_leaf
 
@@ -225,7 +225,7 @@ def test_load_state_dict_dtypes():
     sd["weight"] = sf.ones(2, 2, dtype=sf.float64)  # float64 -> float32: cast
     m.load_state_dict(sd)
     assert m.weight.dtype is sf.float32 and np.array_equal(m.weight.data, np.ones((2, 2)))
-    w_before = m.weight.data.copy()
+    w_before = m.weight._data.copy()
     sd["weight"] = sf.zeros(2, 2)
     sd["count"] = sf.tensor([0.5, 1.5])  # float into an int buffer: cannot be cast
     with pytest.raises(sf.DTypeError, match="count"):
@@ -252,7 +252,7 @@ def test_forward_hooks_fire_and_can_modify():
     h2 = m.register_forward_hook(post)
     with sf.no_grad():
         out = m(x).numpy()
-    expected = (2 * x.numpy()) @ m.w.data + m.inner.b.data + 100
+    expected = (2 * x.numpy()) @ m.w._data + m.inner.b._data + 100
     np.testing.assert_allclose(out, expected, rtol=1e-6)
     assert calls == [("pre", m), ("post", (1, 3))]
     h1.remove()
@@ -378,7 +378,7 @@ def test_repr_matches_torch_for_a_nested_model():
 def test_to_dtype_keeps_parameters_and_identity():
     m = Block()
     m.register_buffer("steps", sf.tensor([1, 2]))
-    w, w_vals = m.w, m.w.data.copy()
+    w, w_vals = m.w, m.w._data.copy()
     assert m.double() is m
     assert m.w is w and isinstance(m.w, nn.Parameter) and m.w.is_leaf and m.w.requires_grad
     assert m.w.dtype is sf.float64 and m.running.dtype is sf.float64
@@ -409,7 +409,7 @@ def test_to_meta_and_back():
     assert all(a is b for a, b in zip(m.parameters(), params))  # the same Parameter objects
     for p in m.parameters():
         assert isinstance(p, nn.Parameter) and p.is_leaf and p.requires_grad
-        assert p.device == "meta" and p.data is None
+        assert p.device == "meta" and p._data is None
     out = m(sf.empty(5, 3, device="meta"))
     assert tuple(out.shape) == (5, 2) and out.device == "meta"
     with pytest.raises(sf.DeviceError):
@@ -429,9 +429,9 @@ def test_build_on_meta_and_to_empty():
     sd = m.state_dict()
     assert tuple(sd["2.weight"].shape) == (50000, 1000)
     m.to_empty(device="cpu")
-    assert all(p.device == "cpu" and p.data is not None for p in m.parameters())
+    assert all(p.device == "cpu" and p._data is not None for p in m.parameters())
     m[0].reset_parameters()
-    assert np.abs(m[0].weight.data).max() <= 1 / np.sqrt(1000) + 1e-6
+    assert np.abs(m[0].weight._data).max() <= 1 / np.sqrt(1000) + 1e-6
 
 
 def test_meta_model_loads_with_assign():
@@ -448,7 +448,7 @@ def test_deepcopy_module_is_independent():
     m = nn.Sequential(nn.Linear(2, 2))
     c = copy.deepcopy(m)
     assert c[0].weight is not m[0].weight and isinstance(c[0].weight, nn.Parameter)
-    c[0].weight.data[...] = 0
+    c[0].weight._data[...] = 0
     assert not np.array_equal(m[0].weight.data, c[0].weight.data)
     assert tuple(c(sf.ones(1, 2)).shape) == (1, 2)  # devices survive the copy
     p = pickle.loads(pickle.dumps(m))

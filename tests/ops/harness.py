@@ -146,7 +146,7 @@ def check_meta(sf_fn, inputs, outs):
     mo = sf_fn(*args)
     mos = mo if isinstance(mo, (tuple, list)) else (mo,)
     for m, o in zip(mos, outs):
-        assert m.device == "meta" and m.data is None
+        assert m.device == "meta" and m._data is None
         assert tuple(m.shape) == tuple(o.shape) and m.dtype is o.dtype
     if mos[0].requires_grad:
         total = 0

@@ -21,7 +21,7 @@ def _pair(seed, shape, sdt, tdt, positive=False, scale=1.0):
 
 
 def _values(s, t, sdt):
-    assert s.dtype is sdt and s.data.dtype == sdt.np  # the array too, not only the label
+    assert s.dtype is sdt and s._data.dtype == sdt.np  # the array too, not only the label
     return s.float().numpy().astype(np.float64), t.float().numpy().astype(np.float64)
 
 

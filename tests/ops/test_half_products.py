@@ -104,7 +104,7 @@ def test_linear_module_in_bf16(rng):
     x, tx = _pair(rng, (10, 48), sf.bfloat16, torch.bfloat16)
     y, ty = layer(x), ref(tx)
     _close(y, ty, sf.bfloat16)
-    assert y.data.dtype == sf.bfloat16.np  # the array, not only the declared dtype
+    assert y._data.dtype == sf.bfloat16.np  # the array, not only the declared dtype
     y.float().pow(2).sum().backward()
     ty.float().pow(2).sum().backward()
     _close(layer.weight.grad, ref.weight.grad, sf.bfloat16)
@@ -116,7 +116,7 @@ def test_products_keep_the_array_dtype(sdt, tdt, rng):
     a, _ = _pair(rng, (3, 8, 9), sdt, tdt, requires_grad=False)
     b, _ = _pair(rng, (9, 4), sdt, tdt, requires_grad=False)
     for out in (a @ b, a[0] @ b, sf.einsum("bij,jk->bik", a, b)):
-        assert out.dtype is sdt and out.data.dtype == sdt.np
+        assert out.dtype is sdt and out._data.dtype == sdt.np
 
 
 @pytest.mark.parametrize("sdt,tdt", DTYPES)
@@ -125,7 +125,7 @@ def test_conv2d_products_in_16_bit(sdt, tdt, rng):
     w, tw = _pair(rng, (8, 3, 3, 3), sdt, tdt)
     out = F.conv2d(x, w, padding=1)
     tout = torch.nn.functional.conv2d(tx, tw, padding=1)
-    assert out.data.dtype == sdt.np
+    assert out._data.dtype == sdt.np
     _close(out, tout, sdt)
     out.float().sum().backward()
     tout.float().sum().backward()
@@ -142,7 +142,7 @@ def test_attention_in_bf16_within_bf16_tolerance(causal, rng):
     v, tv = _pair(rng, (2, 4, 16, 32), sf.bfloat16, torch.bfloat16)
     out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
     tout = torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=causal)
-    assert out.dtype is sf.bfloat16 and out.data.dtype == sf.bfloat16.np
+    assert out.dtype is sf.bfloat16 and out._data.dtype == sf.bfloat16.np
     # the scores are rounded to bf16 before the softmax here (PyTorch's CPU kernel keeps
     # them in float32): a few units in the last place of the output's scale
     _close(out, tout, sf.bfloat16, ulps=1, of_max=True)

@@ -173,7 +173,7 @@ def test_views_share_the_version_counter(fn):
     outs = fn(x)
     outs = outs if isinstance(outs, tuple) else (outs,)
     out = outs[-1]
-    assert out.data.base is not None and np.may_share_memory(out.data, x.data)
+    assert out._data.base is not None and np.may_share_memory(out.data, x.data)
     with sf.no_grad():
         out.add_(1)
     assert x.version == 1 and out.version == 1

@@ -33,7 +33,7 @@ def make():
 
 
 def step_both(sf_ps, t_ps, sf_opt, t_opt):
-    for p, g in zip(sf_ps, loss_grads([p.data for p in sf_ps])):
+    for p, g in zip(sf_ps, loss_grads([p._data for p in sf_ps])):
         p.grad = sf.tensor(g)
     for p, g in zip(t_ps, loss_grads([p.detach().numpy() for p in t_ps])):
         p.grad = torch.tensor(g)
@@ -123,8 +123,8 @@ def test_state_dict_round_trip_and_torch_interoperation():
     # shapeflow's state dict into a fresh shapeflow optimizer, torch's into another
     sd = copy.deepcopy(sf_opt.state_dict())
     assert sorted(sd["state"]) == [0, 1, 2, 3]
-    ps2 = [sf.tensor(p.data.copy(), requires_grad=True) for p in sf_ps]
-    ps3 = [sf.tensor(p.data.copy(), requires_grad=True) for p in sf_ps]
+    ps2 = [sf.tensor(p._data.copy(), requires_grad=True) for p in sf_ps]
+    ps3 = [sf.tensor(p._data.copy(), requires_grad=True) for p in sf_ps]
     opt2, opt3 = optim.Adadelta(ps2, lr=0.1), optim.Adadelta(ps3, lr=0.1)
     opt2.load_state_dict(sd)
     opt3.load_state_dict(t_opt.state_dict())
@@ -132,7 +132,7 @@ def test_state_dict_round_trip_and_torch_interoperation():
     for step in range(4):
         step_both(sf_ps, t_ps, sf_opt, t_opt)
         for ps, opt in ((ps2, opt2), (ps3, opt3)):
-            for p, g in zip(ps, loss_grads([p.data for p in ps])):
+            for p, g in zip(ps, loss_grads([p._data for p in ps])):
                 p.grad = sf.tensor(g)
             opt.step()
             assert_close(ps, t_ps, step)

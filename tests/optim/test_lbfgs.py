@@ -40,7 +40,7 @@ def make(own_autograd=False, **kw):
             loss = _loss(sf, sf_ps, sx, sy)
             loss.backward()
             return loss
-        tp = [torch.tensor(p.data.copy(), requires_grad=True) for p in sf_ps]
+        tp = [torch.tensor(p._data.copy(), requires_grad=True) for p in sf_ps]
         loss = _loss(torch, tp, tx, ty)
         loss.backward()
         for p, q in zip(sf_ps, tp):
@@ -107,7 +107,7 @@ def test_state_dict_round_trip_and_from_torch():
     for source in (sd, t_opt.state_dict()):
         ps2, _, opt2, _, closure2, _, _ = make(lr=0.1)
         for p, q in zip(ps2, sf_ps):
-            p.data[...] = q.data
+            p._data[...] = q._data
         opt2.load_state_dict(copy.deepcopy(source))
         assert opt2.param_groups[0]["lr"] == 0.5
         t3 = [torch.tensor(p.detach().numpy().copy(), requires_grad=True) for p in t_ps]

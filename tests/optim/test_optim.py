@@ -35,7 +35,7 @@ def make_params():
 
 
 def set_grads(sf_ps, t_ps):
-    for p, g in zip(sf_ps, loss_grads([p.data for p in sf_ps])):
+    for p, g in zip(sf_ps, loss_grads([p._data for p in sf_ps])):
         p.grad = sf.tensor(g)
     for p, g in zip(t_ps, loss_grads([p.detach().numpy() for p in t_ps])):
         p.grad = torch.tensor(g)
@@ -117,14 +117,14 @@ def test_large_parameters_chunked_path(name, kw):
 def test_versions_bumped_once_per_step_and_grads_none_skipped():
     sf_ps, _ = make_params()
     opt = optim.Adam(sf_ps, lr=0.1)
-    for p, g in zip(sf_ps, loss_grads([p.data for p in sf_ps])):
+    for p, g in zip(sf_ps, loss_grads([p._data for p in sf_ps])):
         p.grad = sf.tensor(g)
     v = [p.version for p in sf_ps]
     opt.step()
     assert [p.version for p in sf_ps] == [x + 1 for x in v[:4]] + [v[4]]
-    arrays = [p.data for p in sf_ps]
+    arrays = [p._data for p in sf_ps]
     opt.step()
-    assert all(a is p.data for a, p in zip(arrays, sf_ps))  # updated in place
+    assert all(a is p._data for a, p in zip(arrays, sf_ps))  # updated in place
 
 
 def test_grad_of_tensor_saved_for_backward_sees_update():
@@ -190,7 +190,7 @@ def test_declared_state_and_bytes():
     assert ams.total_state_bytes() == 3 * nbytes
     # the declaration matches what a step actually allocates (params with grads)
     for opt in (mom, adam, ams):
-        for p, g in zip(sf_ps, loss_grads([p.data for p in sf_ps])):
+        for p, g in zip(sf_ps, loss_grads([p._data for p in sf_ps])):
             p.grad = sf.tensor(g)
         opt.step()
         for p in sf_ps[:4]:
@@ -212,7 +212,7 @@ def test_meta_parameters():
 # ---- state dict -----------------------------------------------------------------------------
 def _run(opt, ps, steps):
     for _ in range(steps):
-        for p, g in zip(ps, loss_grads([p.data for p in ps])):
+        for p, g in zip(ps, loss_grads([p._data for p in ps])):
             p.grad = sf.tensor(g)
         opt.step()
 
@@ -229,7 +229,7 @@ def test_state_dict_round_trip_continues_identically(name, kw):
     assert sorted(sd["state"]) == [0, 1, 2, 3]  # integer indices; param 4 has no state
     assert [g["params"] for g in sd["param_groups"]] == [[0, 1], [2, 3, 4]]
     assert all(isinstance(v, sf.Tensor) for s in sd["state"].values() for v in s.values())
-    ps2 = [sf.tensor(p.data.copy(), requires_grad=True) for p in ps]
+    ps2 = [sf.tensor(p._data.copy(), requires_grad=True) for p in ps]
     opt2 = getattr(optim, name)(groups(ps2, ({"lr": 0.5}, {"lr": 0.5})), **kw)
     opt2.load_state_dict(sd)
     assert opt2.param_groups[0]["lr"] == 0.02 and opt2.param_groups[0]["params"][0] is ps2[0]
@@ -253,16 +253,16 @@ def test_state_dict_interoperates_with_torch(name, kw):
                       for k, s in sd["state"].items()},
             "param_groups": copy.deepcopy(sd["param_groups"])}
     for p, tp in zip(sf_ps, t_ps):
-        tp.data = torch.tensor(p.data.copy())
+        tp.data = torch.tensor(p._data.copy())
     t_opt = getattr(torch.optim, name)(t_ps, **kw)
     t_opt.load_state_dict(t_sd)
     # torch -> shapeflow
-    sf_ps2 = [sf.tensor(p.data.copy(), requires_grad=True) for p in sf_ps]
+    sf_ps2 = [sf.tensor(p._data.copy(), requires_grad=True) for p in sf_ps]
     sf_opt2 = getattr(optim, name)(sf_ps2, **kw)
     sf_opt2.load_state_dict(t_opt.state_dict())
     for step in range(5):
         set_grads(sf_ps, t_ps)
-        for p, g in zip(sf_ps2, loss_grads([p.data for p in sf_ps2])):
+        for p, g in zip(sf_ps2, loss_grads([p._data for p in sf_ps2])):
             p.grad = sf.tensor(g)
         sf_opt.step()
         t_opt.step()

@@ -32,7 +32,7 @@ def make():
 
 
 def set_grads(ps, torch_side=False):
-    arrays = [p.detach().numpy() if torch_side else p.data for p in ps]
+    arrays = [p.detach().numpy() if torch_side else p._data for p in ps]
     for p, g in zip(ps, loss_grads(arrays)):
         p.grad = torch.tensor(g) if torch_side else sf.tensor(g)
 
@@ -125,7 +125,7 @@ def test_state_dict_round_trip_and_torch_interop(name, kw):
         t_opt.step()
     # round trip within shapeflow
     sd = copy.deepcopy(sf_opt.state_dict())
-    ps2 = [sf.tensor(p.data.copy(), requires_grad=True) for p in sf_ps]
+    ps2 = [sf.tensor(p._data.copy(), requires_grad=True) for p in sf_ps]
     opt2 = getattr(optim, name)(ps2, lr=0.5)
     opt2.load_state_dict(sd)
     # a torch optimizer's state_dict loaded into shapeflow
@@ -148,7 +148,7 @@ def test_state_dict_round_trip_and_torch_interop(name, kw):
     t_sd = {"state": {k: {n: torch.tensor(np.array(v.data)) for n, v in s.items()}
                       for k, s in opt2.state_dict()["state"].items()},
             "param_groups": copy.deepcopy(opt2.state_dict()["param_groups"])}
-    t_ps2 = [torch.tensor(p.data.copy(), requires_grad=True) for p in ps2]
+    t_ps2 = [torch.tensor(p._data.copy(), requires_grad=True) for p in ps2]
     t_opt2 = getattr(torch.optim, name)(t_ps2, **kw)
     t_opt2.load_state_dict(t_sd)
     set_grads(ps2)

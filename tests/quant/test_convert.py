@@ -121,7 +121,7 @@ def test_unknown_scheme_lists_the_known_ones():
 def test_nan_weight_names_the_module():
     m = _mlp()
     with sf.no_grad():
-        m.net[2].weight.data[1, 1] = np.nan
+        m.net[2].weight._data[1, 1] = np.nan
     with pytest.raises(QuantError, match=r"net\.2\.weight.*NaN"):
         quantize(m, "int8")
 

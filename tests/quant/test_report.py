@@ -85,8 +85,8 @@ def _amplifier():
     m = (basis * np.r_[np.ones(4), np.full(60, 10.0)]) @ basis.T
     w2 = np.rint(m / np.abs(m).max(1, keepdims=True) * 127)
     model = nn.Sequential(nn.Linear(4, 64, bias=False), nn.Linear(64, 64, bias=False))
-    model[0].weight.data[...] = w1.astype(np.float32)
-    model[1].weight.data[...] = w2.astype(np.float32)
+    model[0].weight._data[...] = w1.astype(np.float32)
+    model[1].weight._data[...] = w2.astype(np.float32)
     return model.eval()
 
 

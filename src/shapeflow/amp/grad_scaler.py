@@ -106,9 +106,9 @@ class GradScaler:
                 g = p.grad
                 if not allow_fp16 and g.dtype is _dt.float16:
                     raise ScaleValueError("Attempting to unscale FP16 gradients.")
-                if g.data is None:
+                if g._data is None:
                     continue  # meta: nothing to check
-                arr = g.data
+                arr = g._data
                 if not np.isfinite(arr).all():
                     found = True
                 # in place, in the gradient's dtype (as _amp_foreach_non_finite_check_and_unscale_)

@@ -31,7 +31,7 @@ def gradcheck(fn, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1
 
         with no_grad():
             res = _outputs(fn, args)
-        return float(sum((o.data.astype(np.float64) * v).sum()
+        return float(sum((o._data.astype(np.float64) * v).sum()
                          for o, v in zip(res, vs) if v is not None))
 
     from .engine import grad as autograd_grad
@@ -47,7 +47,7 @@ def gradcheck(fn, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1
     analytic = autograd_grad(total, [inputs[i] for i in wrt], allow_unused=True)
     for k, i in enumerate(wrt):
         x = inputs[i]
-        base = x.data.copy()
+        base = x._data.copy()
         numeric = np.zeros(base.shape, dtype=np.float64)
         flat = numeric.reshape(-1)
         for j in range(base.size):
@@ -60,7 +60,7 @@ def gradcheck(fn, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1
             args[i] = Tensor._make(minus, x.shape, x.dtype, x.device)
             f_minus = scalar(args)
             flat[j] = (f_plus - f_minus) / (2 * eps)
-        a = np.zeros_like(numeric) if analytic[k] is None else analytic[k].data.astype(np.float64)
+        a = np.zeros_like(numeric) if analytic[k] is None else analytic[k]._data.astype(np.float64)
         if not np.allclose(a, numeric, atol=atol, rtol=rtol):
             if not raise_exception:
                 return False

@@ -64,6 +64,8 @@ def _why_no_grad(t: Tensor) -> str:
         return "it was computed under no_grad() (or inference_mode())"
     if t._origin == "detach":
         return "it was detached from the graph (detach())"
+    if t._origin == "data":
+        return "it was taken through .data, which is outside the graph (as detach())"
     if t._origin == "int":
         return "it was computed by an op with no gradient (an integer result or comparison)"
     return "none of the tensors it was computed from required grad"
@@ -171,8 +173,8 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=(),
         if old is None:
             store[key] = g
         elif not create_graph and id(old) in owned:
-            if old.data is not None:  # our own sum: add in place (on meta: nothing to add)
-                old.data += g.data
+            if old._data is not None:  # our own sum: add in place (on meta: nothing to add)
+                old._data += g._data
         else:
             new = old + g
             if not create_graph:
@@ -272,20 +274,20 @@ def _add_slice(grads: dict, owned: set, key: int, node, g: Tensor) -> None:
         buf = old
     else:
         data = None
-        if g.data is not None:
-            data = g.device.zeros(shape, dtype.np) if old is None else old.data.astype(
+        if g._data is not None:
+            data = g.device.zeros(shape, dtype.np) if old is None else old._data.astype(
                 dtype.np, copy=True)
         buf = Tensor._make(data, shape, dtype, g.device)
         owned.add(id(buf))
         grads[key] = buf
-    data = buf.data
+    data = buf._data
     if data is not None:
         at = node.key + (Ellipsis,)
         region = data[at] if data.dtype == kernels.BF16 else None
         if region is not None and np.may_share_memory(region, data):  # a view: in place
-            kernels.iadd(region, g.data)
+            kernels.iadd(region, g._data)
         else:  # float32, or a fancy key's copy: NumPy's get-add-set
-            data[at] += g.data
+            data[at] += g._data
 
 
 def _accumulate_leaf(leaf: Tensor, g: Tensor, create_graph: bool) -> None:
@@ -294,15 +296,15 @@ def _accumulate_leaf(leaf: Tensor, g: Tensor, create_graph: bool) -> None:
     if leaf.grad is None:
         # A grad that views another array, or that another leaf may also get, is copied so
         # that in-place changes to one .grad never show up in another.
-        if not create_graph and g.data is not None and g.data.base is not None:
+        if not create_graph and g._data is not None and g._data.base is not None:
             g = g.clone()
         leaf.grad = g if create_graph else _own(g)
     elif create_graph:
         leaf.grad = leaf.grad + g
-    elif leaf.grad.data is not None or (leaf.grad.device is g.device
+    elif leaf.grad._data is not None or (leaf.grad.device is g.device
                                         and not g.device.computes):
-        if leaf.grad.data is not None:  # in place, so a meta step allocates what cpu does
-            kernels.iadd(leaf.grad.data, g.data)
+        if leaf.grad._data is not None:  # in place, so a meta step allocates what cpu does
+            kernels.iadd(leaf.grad._data, g._data)
         leaf.grad._version[0] += 1
     else:
         leaf.grad = leaf.grad + g

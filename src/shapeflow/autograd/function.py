@@ -163,7 +163,7 @@ class Function:
 
 
 def _alias(t: Tensor) -> Tensor:
-    a = Tensor._make(t.data, t.shape, t.dtype, t.device)
+    a = Tensor._make(t._data, t.shape, t.dtype, t.device)
     a._version = t._version
     return a
 

@@ -81,12 +81,32 @@ def _default() -> int:
     env = os.environ.get("OMP_NUM_THREADS", "")
     if env.isdigit() and int(env) > 0:
         return int(env)
-    if _state["mkl"] is not None:
-        return max(1, _state["mkl"][2]())
+    # not MKL's current count: a product's local setting (or another library) may have
+    # changed it before this runs, and the default must not depend on the order of calls
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        usable = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        return os.cpu_count() or 1
+        usable = os.cpu_count() or 1
+    return max(1, min(usable, _physical_cores() or usable))
+
+
+def _physical_cores() -> int | None:
+    """Distinct (package, core) pairs in /proc/cpuinfo: hyperthreads count once, as in
+    PyTorch's default; None where the file says nothing."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            text = f.read()
+    except OSError:
+        return None
+    cores, package = set(), "0"
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip()
+        if key == "physical id":
+            package = value.strip()
+        elif key == "core id":
+            cores.add((package, value.strip()))
+    return len(cores) or None
 
 
 def _positive(name: str, n) -> int:

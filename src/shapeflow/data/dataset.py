@@ -74,7 +74,7 @@ class TensorDataset(Dataset):
             )
         self.tensors = tensors
         # the arrays, detached: samples and batches are data, not part of a graph
-        self._arrays = tuple(t.data for t in tensors)
+        self._arrays = tuple(t._data for t in tensors)
 
     def __getitem__(self, index):
         return tuple(_wrap(np.asarray(a[index])) for a in self._arrays)

@@ -54,10 +54,10 @@ class Work:
 def _buffer(t: Tensor, op: str) -> np.ndarray:
     if not isinstance(t, Tensor):
         raise DistributedError(f"{op}: expected a shapeflow Tensor, got {type(t).__name__}")
-    if t.data is None:
+    if t._data is None:
         raise DeviceError(f"{op}: a {t.device} tensor has no data to communicate", op=op,
                           hint="collectives run on cpu tensors")
-    return t.data
+    return t._data
 
 
 def _signature(arrays) -> list[int]:
@@ -165,8 +165,8 @@ def _finish(t: Tensor, work_array: np.ndarray, scale: float | None):
     def done() -> None:
         if scale is not None:
             work_array[...] /= scale
-        if work_array is not t.data:
-            t.data[...] = work_array.astype(t.data.dtype, copy=False)
+        if work_array is not t._data:
+            t._data[...] = work_array.astype(t._data.dtype, copy=False)
         t._version[0] += 1
     return done
 
@@ -251,7 +251,7 @@ def all_gather(tensor_list: list, tensor: Tensor, group=None, async_op: bool = F
                              f"{n} ranks", op="all_gather", hint="one tensor per rank")
         buf = _buffer(tensor, "all_gather")
         for t in tensor_list:
-            if _buffer(t, "all_gather").shape != buf.shape or t.data.dtype != buf.dtype:
+            if _buffer(t, "all_gather").shape != buf.shape or t._data.dtype != buf.dtype:
                 raise ShapeError(f"all_gather: every tensor of tensor_list must be "
                                  f"{format_shape(buf.shape)} {tensor.dtype}, got "
                                  f"{format_shape(t.shape)} {t.dtype}", op="all_gather")
@@ -263,7 +263,7 @@ def all_gather(tensor_list: list, tensor: Tensor, group=None, async_op: bool = F
 
     def then() -> None:
         for i, t in enumerate(tensor_list):
-            t.data[...] = work[i]
+            t._data[...] = work[i]
             t._version[0] += 1
     return _run(comm.Iallgather(a, b), "all_gather", async_op, then)
 
@@ -313,7 +313,7 @@ def gather(tensor: Tensor, gather_list: list | None = None, dst: int = 0, group=
     def then() -> None:
         if mine:
             for i, t in enumerate(gather_list):
-                t.data[...] = work[i]
+                t._data[...] = work[i]
                 t._version[0] += 1
     a, b = _bytes(src), None if work is None else _bytes(work)
     return _run(comm.Igather(a, b, root=dst), "gather", async_op, then)

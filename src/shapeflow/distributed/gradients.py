@@ -102,7 +102,7 @@ class ShardedGradients:
         for i, p in zip(b.index, b.params):
             lo, hi = shard.offsets[i] - b.lo, shard.offsets[i + 1] - b.lo
             if p.grad is not None:
-                send[lo:hi] = p.grad.data.reshape(-1)
+                send[lo:hi] = p.grad._data.reshape(-1)
             else:  # unused in this backward, or frozen
                 send[lo:hi] = 0
             p.grad = None  # the full gradient is not kept: that is stage 2
@@ -110,7 +110,7 @@ class ShardedGradients:
         per, n = shard.per_rank, self.n
         counts = [max(0, min(b.hi, (r + 1) * per) - max(b.lo, r * per)) for r in range(n)]
         start = max(b.lo, self.rank * per) - self.rank * per
-        region = shard.param.grad.data[start:start + counts[self.rank]]
+        region = shard.param.grad._data[start:start + counts[self.rank]]
         direct = not wide and not b.reduced
         recv = region if direct else np.empty(counts[self.rank], send.dtype)
         request = self.comm.Ireduce_scatter(send, recv, counts, world.MPI.SUM)

@@ -41,9 +41,9 @@ class _Shard:
         self.flat = np.zeros(self.per_rank * size, params[0].dtype.np)
         self.views: list[np.ndarray] = []
         for p, lo, hi in zip(params, self.offsets, self.offsets[1:]):
-            self.flat[lo:hi] = p.data.reshape(-1)
+            self.flat[lo:hi] = p._data.reshape(-1)
             self.views.append(self.flat[lo:hi].reshape(p.shape))
-            p.data = self.views[-1]
+            p._data = self.views[-1]
         # every replica starts from rank 0's
         wait(comm.Ibcast(self.flat.view(np.uint8), root=0),
              "ZeroRedundancyOptimizer: the parameters' broadcast")
@@ -54,9 +54,9 @@ class _Shard:
         """Parameters whose data something replaced (`.to()`, an assignment): their values
         move into the flat buffer, and they view it again."""
         for i, p in enumerate(self.params):
-            if p.data is not self.views[i]:
-                self.views[i][...] = p.data
-                p.data = self.views[i]
+            if p._data is not self.views[i]:
+                self.views[i][...] = p._data
+                p._data = self.views[i]
 
     def slice_grads(self) -> np.ndarray:
         """This rank's slice of the full (DDP-averaged) gradients, copied from each .grad."""
@@ -65,7 +65,7 @@ class _Shard:
         for p, lo, hi in zip(self.params, self.offsets, self.offsets[1:]):
             a, b = max(lo, mine), min(hi, mine + self.per_rank)
             if a < b and p.grad is not None:
-                out[a - mine:b - mine] = p.grad.data.reshape(-1)[a - lo:b - lo]
+                out[a - mine:b - mine] = p.grad._data.reshape(-1)[a - lo:b - lo]
         return out
 
     def all_gather(self) -> None:
@@ -123,7 +123,7 @@ class ZeroRedundancyOptimizer:
                 if set_to_none or p.grad is None:
                     p.grad = None
                 else:
-                    p.grad.data[...] = 0
+                    p.grad._data[...] = 0
         if self._grads is not None:
             self._grads.zero()
 
@@ -149,15 +149,15 @@ class ZeroRedundancyOptimizer:
         total = 0
         for state in self.optim.state.values():
             for v in state.values():  # buffers are 1-D like the slice, step counters 0-d
-                if isinstance(v, Tensor) and v.data is not None and v.data.ndim >= 1:
-                    total += v.data.nbytes
+                if isinstance(v, Tensor) and v._data is not None and v._data.ndim >= 1:
+                    total += v._data.nbytes
         return total
 
     def gradient_bytes(self) -> int:
         """Bytes of gradients this rank holds now (stage 2 after backward: its slices only)."""
-        full = sum(p.grad.data.nbytes for s in self._shards for p in s.params
+        full = sum(p.grad._data.nbytes for s in self._shards for p in s.params
                    if p.grad is not None)
-        return full + sum(s.param.grad.data.nbytes for s in self._shards
+        return full + sum(s.param.grad._data.nbytes for s in self._shards
                           if s.param.grad is not None)
 
     def consolidate_state_dict(self, to: int = 0) -> None:
@@ -298,7 +298,7 @@ def _sharded_dtype(name: str, value, shape: tuple, declared) -> str | None:
 def _copy(value):
     """A copy later steps do not change (the optimizer updates its tensors in place)."""
     if isinstance(value, Tensor):
-        return from_numpy(np.array(value.data, copy=True))
+        return from_numpy(np.array(value._data, copy=True))
     return copy.deepcopy(value)
 
 

@@ -22,7 +22,7 @@ def _bad(arr) -> bool:
 
 def check_forward(op, inputs, data) -> None:
     """Raise if this op turned finite inputs into NaN/Inf."""
-    if _anomaly.in_backward or not _bad(data) or any(_bad(t.data) for t in inputs):
+    if _anomaly.in_backward or not _bad(data) or any(_bad(t._data) for t in inputs):
         return
     what = "NaN" if np.isnan(data).any() else "Inf"
     err = AnomalyError(
@@ -47,10 +47,10 @@ def checked_backward(node, grad):
 
 def check_backward(node, grad, in_grads) -> None:
     """Raise if this node's backward turned a finite gradient into NaN/Inf."""
-    if grad.data is None or _bad(grad.data):
+    if grad._data is None or _bad(grad._data):
         return
     for i, g in enumerate(in_grads):
-        if g is not None and _bad(g.data):
+        if g is not None and _bad(g._data):
             err = AnomalyError(
                 f"backward of {node.name} produced NaN/Inf in the gradient of input {i}",
                 op=node.name, operands=[("grad", describe(grad)), (f"grad {i}", describe(g))],

@@ -469,7 +469,7 @@ def _closure_tensors(fn) -> dict:
 
 def _alias(x: Tensor) -> Tensor:
     """x as a tensor that requires grad (same data and version), so every op on it records."""
-    a = Tensor._make(x.data, x.shape, x.dtype, x.device)
+    a = Tensor._make(x._data, x.shape, x.dtype, x.device)
     a._version = x._version
     a.requires_grad = True
     return a

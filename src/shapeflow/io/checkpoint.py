@@ -86,7 +86,7 @@ class _Encoder:
                     op="save",
                     hint="save tensors of a model that ran on cpu; meta traces shapes only",
                 )
-            arr = x.device.to_numpy(x.data)
+            arr = x.device.to_numpy(x._data)
         else:
             arr = x
             if arr.dtype not in _dt._BY_NP:

@@ -349,10 +349,10 @@ def _build(onnx, model, tr, concrete, input_names, output_names, opset):
         if leaf is not None:
             _, pname = leaf
             src = originals.get(pname)
-            if src is None or src.data is None:
+            if src is None or src._data is None:
                 raise ExportError(f"export: {pname} has no data (a meta model?)",
                                   op="onnx.export", hint="export a model on cpu")
-            arr = np.asarray(src.data)
+            arr = np.asarray(src._data)
             if tuple(arr.shape) != tuple(t.shape):  # a view of a parameter
                 raise ExportError(f"export: a view of {pname} that no recorded op made",
                                   op="onnx.export")
@@ -415,7 +415,7 @@ def _constant_values(model, tr, concrete, names, produced) -> dict:
     out = {}
     for k, i in wanted:
         t = cpu_tr.records[k].inputs[i]
-        out[(k, i)] = (t, None if t.data is None else np.asarray(t.data))
+        out[(k, i)] = (t, None if t._data is None else np.asarray(t._data))
     return out
 
 
@@ -423,7 +423,7 @@ def _constant(b: Builder, t: Tensor, found, where, tr) -> str:
     """A tensor the call made itself: an initializer, or an arange over a symbolic size."""
     k, i = where
     rec = tr.records[k]
-    if t._origin in ("int", "no_grad", "detach"):
+    if t._origin in ("int", "no_grad", "detach", "data"):
         raise ExportError(
             f"ONNX export: input {i} of {rec.op.name} was computed from the model's inputs "
             f"outside the recorded graph ({t._origin}); export follows recorded ops only",

@@ -521,7 +521,7 @@ class _Pickler(pickle._Pickler):  # the Python pickler: it lets torch's names be
 
         hooks = collections.OrderedDict()
         if isinstance(x, Parameter):
-            plain = Tensor._make(x.data, x.shape, x.dtype, x.device)
+            plain = Tensor._make(x._data, x.shape, x.dtype, x.device)
             self.keep.append(plain)
             return (_ref("torch._utils", "_rebuild_parameter"),
                     (plain, bool(x.requires_grad), hooks))
@@ -537,7 +537,7 @@ class _Pickler(pickle._Pickler):  # the Python pickler: it lets torch's names be
 
     def storage(self, x: Tensor) -> tuple[_Saved, int, tuple]:
         """The tensor's storage, offset and stride: views of one array share one storage."""
-        arr = np.asarray(x.device.to_numpy(x.data))
+        arr = np.asarray(x.device.to_numpy(x._data))
         size = arr.itemsize
         root = arr
         while isinstance(root.base, np.ndarray):

@@ -80,11 +80,11 @@ class _BatchNorm(_NormBase):
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
             nbt = self.num_batches_tracked
-            if nbt.data is not None:
-                nbt.data += 1
+            if nbt._data is not None:
+                nbt._data += 1
             nbt._version[0] += 1
             if self.momentum is None:  # the cumulative moving average
-                factor = 1.0 / float(nbt.data) if nbt.data is not None else 0.0
+                factor = 1.0 / float(nbt._data) if nbt._data is not None else 0.0
         # batch stats in training, and in eval when no running stats are kept
         bn_training = self.training or (self.running_mean is None and self.running_var is None)
         use_running = not self.training or self.track_running_stats

@@ -78,9 +78,9 @@ def _direct(arr: np.ndarray) -> bool:
 
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator=None) -> Tensor:
     """Fill with values drawn from U(a, b)."""
-    if tensor.data is None:
+    if tensor._data is None:
         return tensor
-    arr = tensor.data
+    arr = tensor._data
     if _direct(arr):
         _fill_random(arr, "uniform", generator)
         arr *= b - a
@@ -93,9 +93,9 @@ def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator=None) -> 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator=None) -> Tensor:
     """Fill with values drawn from N(mean, std^2)."""
-    if tensor.data is None:
+    if tensor._data is None:
         return tensor
-    arr = tensor.data
+    arr = tensor._data
     if _direct(arr):
         _fill_random(arr, "normal", generator)
         arr *= std
@@ -112,12 +112,12 @@ def _norm_cdf(x: float) -> float:
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
                   b: float = 2.0, generator=None) -> Tensor:
     """Fill with N(mean, std^2) draws restricted to [a, b] (redrawn until inside)."""
-    if tensor.data is None:
+    if tensor._data is None:
         return tensor
     if mean < a - 2 * std or mean > b + 2 * std:
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The "
                       "distribution of values may be incorrect.", stacklevel=2)
-    arr = tensor.data
+    arr = tensor._data
     n = arr.size
     rng = get_rng(generator)
     lo, hi = (a - mean) / std, (b - mean) / std
@@ -151,9 +151,9 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
     """Fill with the value val."""
-    if tensor.data is None:
+    if tensor._data is None:
         return tensor
-    tensor.data.fill(val)
+    tensor._data.fill(val)
     return _done(tensor)
 
 
@@ -171,9 +171,9 @@ def eye_(tensor: Tensor) -> Tensor:
     """Fill a 2-D tensor with the identity matrix."""
     if tensor.ndim != 2:
         raise ShapeError("Only tensors with 2 dimensions are supported")
-    if tensor.data is None:
+    if tensor._data is None:
         return tensor
-    tensor.data[...] = np.eye(*tensor.shape)
+    tensor._data[...] = np.eye(*tensor.shape)
     return _done(tensor)
 
 
@@ -184,9 +184,9 @@ def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
         raise ShapeError("Only tensors with 3, 4, or 5 dimensions are supported")
     if tensor.shape[0] % groups != 0:
         raise ShapeError("dim 0 must be divisible by groups")
-    if tensor.data is None:
+    if tensor._data is None:
         return tensor
-    arr = tensor.data
+    arr = tensor._data
     out_per_group = tensor.shape[0] // groups
     arr[...] = 0
     centre = tuple(s // 2 for s in tensor.shape[2:])
@@ -200,9 +200,9 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator=None) -> Tensor:
     """A (semi) orthogonal matrix times gain, dims after the first flattened (Saxe et al.)."""
     if tensor.ndim < 2:
         raise ShapeError("Only tensors with 2 or more dimensions are supported")
-    if tensor.data is None or tensor.data.size == 0:
+    if tensor._data is None or tensor._data.size == 0:
         return tensor
-    arr = tensor.data
+    arr = tensor._data
     rows = arr.shape[0]
     cols = arr.size // rows
     flat = get_rng(generator).standard_normal((rows, cols))
@@ -220,14 +220,14 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) 
     """N(0, std^2) values with ceil(sparsity * rows) zeros in each column (Martens, 2010)."""
     if tensor.ndim != 2:
         raise ShapeError("Only tensors with 2 dimensions are supported")
-    if tensor.data is None:
+    if tensor._data is None:
         return tensor
     rows, cols = tensor.shape
     num_zeros = math.ceil(sparsity * rows)
     normal_(tensor, 0.0, std, generator)
     # per column, num_zeros distinct rows: the first of a random permutation of the rows
     zero_rows = np.argsort(get_rng(generator).random((rows, cols)), axis=0)[:num_zeros]
-    tensor.data[zero_rows, np.arange(cols)] = 0
+    tensor._data[zero_rows, np.arange(cols)] = 0
     return tensor
 
 
@@ -241,7 +241,7 @@ def _zero_size(tensor: Tensor) -> bool:
 def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     """U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out)) (Glorot & Bengio, 2010)."""
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
-    if tensor.data is None:
+    if tensor._data is None:
         return tensor
     std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
     bound = math.sqrt(3.0) * std
@@ -251,7 +251,7 @@ def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor
 def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     """N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out))."""
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
-    if tensor.data is None:
+    if tensor._data is None:
         return tensor
     std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
     return normal_(tensor, 0.0, std, generator)
@@ -263,7 +263,7 @@ def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
     if _zero_size(tensor):
         return tensor
     fan = _calculate_correct_fan(tensor, mode)
-    if tensor.data is None:
+    if tensor._data is None:
         return tensor
     std = calculate_gain(nonlinearity, a) / math.sqrt(fan)
     bound = math.sqrt(3.0) * std
@@ -276,7 +276,7 @@ def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
     if _zero_size(tensor):
         return tensor
     fan = _calculate_correct_fan(tensor, mode)
-    if tensor.data is None:
+    if tensor._data is None:
         return tensor
     std = calculate_gain(nonlinearity, a) / math.sqrt(fan)
     return normal_(tensor, 0.0, std, generator)

@@ -474,9 +474,9 @@ class Module:
             for module, store, name, target, value in plan:
                 if assign:
                     _assign(module, store, name, target, value)
-                elif target.data is not None:
-                    if value.data is not target.data:
-                        np.copyto(target.data, value.data, casting="unsafe")
+                elif target._data is not None:
+                    if value._data is not target._data:
+                        np.copyto(target._data, value._data, casting="unsafe")
                     target._version[0] += 1
                     target._version[1] = "load_state_dict"
         return _IncompatibleKeys(missing, unexpected)
@@ -507,7 +507,7 @@ class Module:
                 _set_data(p, new)
             if g is not None and g is not p.grad:
                 g = g.detach() if g.grad_fn is not None else g
-                p.grad = Tensor._make(g.data, g.shape, g.dtype, g.device)
+                p.grad = Tensor._make(g._data, g.shape, g.dtype, g.device)
         for module, name, new in bufs:
             module._buffers[name] = new
         return self
@@ -600,14 +600,14 @@ def _zero_grad(p: Tensor, set_to_none: bool) -> None:
         g.detach_()
     else:
         g.requires_grad = False
-    if g.data is not None:
-        g.data.fill(0)
+    if g._data is not None:
+        g._data.fill(0)
     g._version[0] += 1
 
 
 def _set_data(p: Tensor, new: Tensor) -> None:
     """Point p at new's data (dtype, device) in place; a new version so old graphs see it."""
-    p.data, p.shape, p.dtype, p.device = new.data, new.shape, new.dtype, new.device
+    p._data, p.shape, p.dtype, p.device = new._data, new.shape, new.dtype, new.device
     p._version = [p._version[0] + 1, "to"]
 
 

@@ -21,7 +21,7 @@ class Parameter(Tensor):
             data = empty(0)
         elif not isinstance(data, Tensor):
             data = as_tensor(data)
-        p = cls._make(data.data, data.shape, data.dtype, data.device)
+        p = cls._make(data._data, data.shape, data.dtype, data.device)
         p._version = data._version
         if requires_grad:
             p.requires_grad_(True)
@@ -38,18 +38,18 @@ class Parameter(Tensor):
     def __deepcopy__(self, memo):
         if id(self) in memo:
             return memo[id(self)]
-        data = None if self.data is None else self.data.copy()
+        data = None if self._data is None else self._data.copy()
         src = Tensor._make(data, self.shape, self.dtype, self.device)
         out = type(self)(src, requires_grad=self.requires_grad)
         if self.grad is not None:
             g = self.grad
-            out.grad = Tensor._make(None if g.data is None else g.data.copy(), g.shape, g.dtype,
+            out.grad = Tensor._make(None if g._data is None else g._data.copy(), g.shape, g.dtype,
                                     g.device)
         memo[id(self)] = out
         return out
 
     def __reduce_ex__(self, protocol):
-        data = self.data
+        data = self._data
         return (_rebuild_parameter, (data, tuple(self.shape), self.dtype, str(self.device),
                                      self.requires_grad))
 

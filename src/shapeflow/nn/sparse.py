@@ -51,8 +51,8 @@ class Embedding(Module):
         self._fill_padding_idx_with_zero()
 
     def _fill_padding_idx_with_zero(self) -> None:
-        if self.padding_idx is not None and self.weight.data is not None:
-            self.weight.data[self.padding_idx] = 0
+        if self.padding_idx is not None and self.weight._data is not None:
+            self.weight._data[self.padding_idx] = 0
             self.weight._version[0] += 1
 
     def forward(self, input):

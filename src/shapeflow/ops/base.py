@@ -174,7 +174,7 @@ def _unpack(node: Op, tensor, version: int | None, entry: Saved) -> Tensor:
     if entry.source == OUTPUT:
         # The output is kept as its data, not the Tensor, so output -> node -> output is no
         # cycle; rebuild a Tensor that still points to this node for grad of grad.
-        out = Tensor._make(tensor.data, tensor.shape, tensor.dtype, tensor.device)
+        out = Tensor._make(tensor._data, tensor.shape, tensor.dtype, tensor.device)
         out._version = tensor._version
         out.grad_fn = node
         out.requires_grad = True
@@ -191,10 +191,10 @@ _ndarray = np.ndarray
 class _OutputRef:
     """What a node keeps of its own output: data and version counter, not the Tensor."""
 
-    __slots__ = ("data", "shape", "dtype", "device", "_version", "__weakref__")
+    __slots__ = ("_data", "shape", "dtype", "device", "_version", "__weakref__")
 
     def __init__(self, out: Tensor) -> None:
-        self.data, self.shape, self.dtype = out.data, out.shape, out.dtype
+        self._data, self.shape, self.dtype = out._data, out.shape, out.dtype
         self.device, self._version = out.device, out._version
 
 
@@ -222,7 +222,7 @@ def apply(op: Op, *inputs: Tensor) -> Tensor:
             raise device_mismatch(op.name, inputs)
         shape, dtype = op.infer(a, b)
         try:  # (free in CPython 3.11 unless it raises)
-            data = op.forward(a.data, b.data) if a.data is not None else None
+            data = op.forward(a._data, b._data) if a._data is not None else None
         except MemoryError:
             raise _no_memory(op, shape, dtype, device) from None
         grad = a.requires_grad or b.requires_grad
@@ -233,7 +233,7 @@ def apply(op: Op, *inputs: Tensor) -> Tensor:
         device = a.device
         shape, dtype = op.infer(a)
         try:
-            data = op.forward(a.data) if a.data is not None else None
+            data = op.forward(a._data) if a._data is not None else None
         except MemoryError:
             raise _no_memory(op, shape, dtype, device) from None
         grad = a.requires_grad
@@ -248,7 +248,7 @@ def apply(op: Op, *inputs: Tensor) -> Tensor:
             grad = grad or t.requires_grad
         shape, dtype = op.infer(*inputs)
         try:
-            data = op.forward(*[t.data for t in inputs]) if inputs[0].data is not None else None
+            data = op.forward(*[t._data for t in inputs]) if inputs[0]._data is not None else None
         except MemoryError:
             raise _no_memory(op, shape, dtype, device) from None
     if data is not None and type(data) is not _ndarray:
@@ -272,8 +272,8 @@ def apply(op: Op, *inputs: Tensor) -> Tensor:
 def _apply_modes(op: Op, inputs, out: Tensor, grad: bool) -> Tensor:
     """The end of apply under this thread's modes: anomaly check, then no_grad or record."""
     modes = _modes.__dict__  # this thread's: one threading.local lookup, not one per name
-    if modes["anomaly"] and out.data is not None:  # sf.detect_anomaly(): inspect.anomaly's
-        _anomaly.check_forward(op, inputs, out.data)
+    if modes["anomaly"] and out._data is not None:  # sf.detect_anomaly(): inspect.anomaly's
+        _anomaly.check_forward(op, inputs, out._data)
     if grad:
         if not modes["enabled"]:
             out._origin = "no_grad"
@@ -366,7 +366,7 @@ def held(node: Op) -> list:
 
 def saved_arrays(node: Op) -> list:
     """The arrays a recorded node keeps alive for backward (for memory checks)."""
-    return [t.data for _, t in held(node)]
+    return [t._data for _, t in held(node)]
 
 
 def storage_nbytes(t):

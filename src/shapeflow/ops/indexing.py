@@ -84,20 +84,20 @@ def _classify_tensor(t: Tensor):
         warnings.warn("indexing with dtype uint8 is deprecated (as in PyTorch): it is treated "
                       "as a bool mask; use a bool tensor", DeprecationWarning, stacklevel=4)
         dt = _dt.bool_
-        t = t if t.data is None else from_numpy(t.data.astype(bool))
+        t = t if t._data is None else from_numpy(t._data.astype(bool))
     if dt is _dt.bool_:
-        if t.data is None:
+        if t._data is None:
             raise DeviceError(
                 f"getitem: a boolean mask on the meta device {describe(t)} selects a number "
                 "of elements that depends on its data", op="getitem",
                 hint="index with integer tensors (their shape is known), or run on cpu")
-        return (_BOOL, bool(t.data)) if t.ndim == 0 else (_MASK, t.data)
+        return (_BOOL, bool(t._data)) if t.ndim == 0 else (_MASK, t._data)
     if dt.category != 1:
         raise DTypeError(f"getitem: tensors used as indices must be integer or bool, got "
                          f"{describe(t)}", op="getitem", hint="convert the index with .long()")
-    if t.data is None:
+    if t._data is None:
         return _ADV, MetaIndex(t.shape)
-    return (_INT, int(t.data)) if t.ndim == 0 else (_ADV, t.data)
+    return (_INT, int(t._data)) if t.ndim == 0 else (_ADV, t._data)
 
 
 def _items(index) -> tuple:
@@ -423,7 +423,7 @@ def setitem(x: Tensor, index, value) -> None:
             raise DeviceError(f"__setitem__: the value {describe(value)} is on another device "
                               f"than {describe(x)}", op="__setitem__")
         vshape = _value_shape(value.shape, region, "__setitem__", x, value)
-        arr = None if value.data is None else value.data.reshape(vshape)
+        arr = None if value._data is None else value._data.reshape(vshape)
     elif isinstance(value, np.ndarray):
         arr = value.reshape(_value_shape(value.shape, region, "__setitem__", x))
     else:
@@ -431,8 +431,8 @@ def setitem(x: Tensor, index, value) -> None:
         if not isinstance(value, (int, float, bool, np.generic)):
             arr = np.asarray(value)
             arr = arr.reshape(_value_shape(arr.shape, region, "__setitem__", x))
-    if x.data is not None:
-        _write(x.data, basic, adv, arr, False)
+    if x._data is not None:
+        _write(x._data, basic, adv, arr, False)
     x._version[0] += 1
     x._version[1] = "__setitem__"
 

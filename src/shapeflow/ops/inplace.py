@@ -12,7 +12,7 @@ from ..tensor import Tensor, describe
 
 def _snapshot(t: Tensor) -> Tensor:
     """A copy of t's current value that keeps t's place in the graph (its grad_fn)."""
-    data = None if t.data is None else t.data.copy()
+    data = None if t._data is None else t._data.copy()
     s = Tensor._make(data, t.shape, t.dtype, t.device)
     s.grad_fn, s.requires_grad = t.grad_fn, t.requires_grad
     return s
@@ -52,8 +52,8 @@ def inplace(target: Tensor, name: str, fn, *args) -> Tensor:
             f"{name}: result type {result.dtype} cannot be cast to the tensor's {target.dtype} "
             "in place", op=name, operands=[("self", describe(target))],
             hint=f"use the out-of-place op, or convert first with .to({result.dtype})")
-    if target.data is not None:
-        np.copyto(target.data, result.data, casting="unsafe")
+    if target._data is not None:
+        np.copyto(target._data, result._data, casting="unsafe")
     target._version[0] += 1
     target._version[1] = name
     if record and result.grad_fn is not None:
@@ -84,8 +84,8 @@ def fill_(t: Tensor, value) -> Tensor:
         raise GraphError(f"fill_: a leaf tensor that requires grad {describe(t)} is used in an "
                          "in-place operation", op="fill_",
                          hint="do parameter updates under sf.no_grad()")
-    if t.data is not None:
-        t.data.fill(value)
+    if t._data is not None:
+        t._data.fill(value)
     t._version[0] += 1
     t._version[1] = "fill_"
     if t.grad_fn is not None:  # a constant now: no gradient flows to what it was computed from

@@ -61,7 +61,7 @@ class Matmul(Op):
         if len(sa) == 2 and len(sb) == 2:  # the common case, unpacked (no Shape indexing)
             (m, k), (k2, n) = sa, sb
             dt = a.dtype
-            if a.data is not None:  # a computing device: concrete sizes, plain int arithmetic
+            if a._data is not None:  # a computing device: concrete sizes, plain int arithmetic
                 if k != k2 or dt is not b.dtype:
                     check_matmul(a, b)
                 # small float products: ndarray.dot (half np.matmul's call cost), decided

@@ -235,7 +235,7 @@ def _fill(t: Tensor, name: str, draw) -> Tensor:
                          "an in-place operation", op=name,
                          hint="initialize parameters under sf.no_grad() (or use sf.nn.init)")
     if t.device is not meta:
-        t.data[...] = draw(tuple(t.shape))
+        t._data[...] = draw(tuple(t.shape))
     t._version[0] += 1
     t._version[1] = name
     if t.grad_fn is not None:  # the values no longer depend on what computed them
@@ -275,7 +275,7 @@ def bernoulli_(t: Tensor, p=0.5, *, generator: Generator | None = None) -> Tenso
     """Fill t with 1 (probability p, a number or a tensor broadcast to t) or 0."""
     rng = get_rng(generator)
     if isinstance(p, Tensor):
-        pa = p.data
+        pa = p._data
         if pa is not None and pa.size and not ((pa >= 0) & (pa <= 1)).all():
             raise DistributionError("bernoulli_: every probability must be in [0, 1]",
                                     op="bernoulli_", operands=[("p", describe(p))])

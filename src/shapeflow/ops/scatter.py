@@ -269,8 +269,8 @@ class IndexFill(Op):
             return gx, None
         gv = None
         if self.needs_grad(2):
-            if index.data is not None:  # repeated positions count once, as in PyTorch
-                index = from_numpy(np.unique(index.data.reshape(-1)))
+            if index._data is not None:  # repeated positions count once, as in PyTorch
+                index = from_numpy(np.unique(index._data.reshape(-1)))
             gv = (g.reshape(1) if g.ndim == 0 else index_select(g, self.d, index)).sum()
         return gx, None, gv
 

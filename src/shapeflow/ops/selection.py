@@ -20,7 +20,7 @@ _int64 = _dt.int64
 
 def _needs_data(op: str, *ts: Tensor) -> None:
     for t in ts:
-        if t.data is None:
+        if t._data is None:
             raise DeviceError(
                 f"{op}: the size of its result depends on the values of {describe(t)}, and a "
                 "meta tensor has none", op=op, operands=[("input", describe(t))],
@@ -44,7 +44,7 @@ class Computed(Op):
 
     def infer(self, *ts):
         _needs_data(self.name, *ts)
-        self.result = np.asarray(self.fn(*[t.data for t in ts]))
+        self.result = np.asarray(self.fn(*[t._data for t in ts]))
         dt = self.dtype or _dt.from_numpy_dtype(self.result.dtype)
         self.result = self.result.astype(dt.np, copy=False)
         return self.result.shape, dt
@@ -64,7 +64,7 @@ def nonzero(x: Tensor, *, as_tuple: bool = False):
         return out
     if x.ndim == 0:
         return (from_numpy(np.zeros(out.shape[0], np.int64)),)
-    return tuple(from_numpy(np.ascontiguousarray(out.data[:, j])) for j in range(x.ndim))
+    return tuple(from_numpy(np.ascontiguousarray(out._data[:, j])) for j in range(x.ndim))
 
 
 def argwhere(x: Tensor) -> Tensor:
@@ -90,7 +90,7 @@ class MaskedSelect(Op):
         _check_mask(self.name, x, mask)
         self.shape = broadcast_shapes(x.shape, mask.shape, self.name, ("input", "mask"))
         _needs_data(self.name, mask)
-        n = int(np.count_nonzero(np.broadcast_to(mask.data, self.shape)))
+        n = int(np.count_nonzero(np.broadcast_to(mask._data, self.shape)))
         return (n,), x.dtype
 
     def saved(self, x, mask, out):
@@ -125,11 +125,11 @@ class MaskedScatter(Op):
                              f"{x.dtype}", op=self.name, operands=ops)
         self.shape = broadcast_shapes(x.shape, mask.shape, self.name, ("input", "mask"))
         self.source_shape = tuple(source.shape)
-        if mask.data is not None and source.data is not None:
-            need = int(np.count_nonzero(np.broadcast_to(mask.data, self.shape)))
-            if need > source.data.size:
+        if mask._data is not None and source._data is not None:
+            need = int(np.count_nonzero(np.broadcast_to(mask._data, self.shape)))
+            if need > source._data.size:
                 raise ShapeError(f"{self.name}: the mask has {need} true entries but source "
-                                 f"has only {source.data.size} elements", op=self.name,
+                                 f"has only {source._data.size} elements", op=self.name,
                                  operands=ops, hint="source needs at least one element per "
                                  "true entry of the mask")
         return self.shape, x.dtype
@@ -425,7 +425,7 @@ def unique(x: Tensor, sorted: bool = True, return_inverse: bool = False,  # noqa
            return_counts: bool = False, dim: int | None = None):
     """The distinct values (or slices along dim), sorted; optionally inverse and counts."""
     _needs_data("unique", x)
-    a = x.data
+    a = x._data
     if dim is None:
         values, inverse, counts = np.unique(a.reshape(-1), return_inverse=True,
                                             return_counts=True)
@@ -445,7 +445,7 @@ def unique_consecutive(x: Tensor, return_inverse: bool = False, return_counts: b
                        dim: int | None = None):
     """Each run of equal consecutive values (or slices along dim) kept once."""
     _needs_data("unique_consecutive", x)
-    a = x.data
+    a = x._data
     if dim is None:
         flat = a.reshape(-1)
         new = np.ones(flat.shape, bool)

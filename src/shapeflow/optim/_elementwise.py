@@ -25,12 +25,12 @@ class ElementwiseOptimizer(Optimizer):
                 state = self.state[p]
                 if not state:
                     self._init_state(p, group, state)
-                grad = p.grad.data
+                grad = p.grad._data
                 if maximize:
                     grad = np.negative(grad)
-                step = state["step"].data
+                step = state["step"]._data
                 step += 1
-                self._update(p.data, grad, state, group, float(step))
+                self._update(p._data, grad, state, group, float(step))
                 p._version[0] += 1
         return loss
 

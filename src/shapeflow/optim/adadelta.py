@@ -58,16 +58,16 @@ class Adadelta(Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                param = p.data
-                grad = p.grad.data
+                param = p._data
+                grad = p.grad._data
                 state = self.state[p]
                 if not state:
                     state["step"] = new_step()
                     state["square_avg"] = zeros_state(p)
                     state["acc_delta"] = zeros_state(p)
-                step = state["step"].data
+                step = state["step"]._data
                 step += 1
-                square_avg, acc_delta = state["square_avg"].data, state["acc_delta"].data
+                square_avg, acc_delta = state["square_avg"]._data, state["acc_delta"]._data
                 if maximize:
                     grad = np.negative(grad)
                 if wd != 0:

@@ -36,7 +36,7 @@ class Adagrad(ElementwiseOptimizer):
         super().__init__(params, defaults)
         for group in self.param_groups:
             for p in group["params"]:
-                if p.data is not None:  # meta parameters get their state at the first step
+                if p._data is not None:  # meta parameters get their state at the first step
                     self._init_state(p, group, self.state[p])
 
     def state_per_param(self, group: dict) -> list[str]:
@@ -44,13 +44,13 @@ class Adagrad(ElementwiseOptimizer):
 
     def _init_state(self, p, group: dict, state: dict) -> None:
         state["step"] = new_step()
-        state["sum"] = from_numpy(np.full_like(p.data, group["initial_accumulator_value"]))
+        state["sum"] = from_numpy(np.full_like(p._data, group["initial_accumulator_value"]))
 
     def _update(self, param, grad, state: dict, group: dict, step: float) -> None:
         if group["weight_decay"] != 0:
             grad = grad + param * group["weight_decay"]
         clr = group["lr"] / (1 + (step - 1) * group["lr_decay"])
-        state_sum = state["sum"].data
+        state_sum = state["sum"]._data
         state_sum += grad * grad
         std = np.sqrt(state_sum)
         std += group["eps"]

@@ -69,8 +69,8 @@ class Adam(Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                param = p.data
-                grad = p.grad.data
+                param = p._data
+                grad = p.grad._data
                 state = self.state[p]
                 if not state:
                     state["step"] = new_step()
@@ -78,9 +78,9 @@ class Adam(Optimizer):
                     state["exp_avg_sq"] = zeros_state(p)
                     if amsgrad:
                         state["max_exp_avg_sq"] = zeros_state(p)
-                m, v = state["exp_avg"].data, state["exp_avg_sq"].data
-                vmax = state["max_exp_avg_sq"].data if amsgrad else None
-                step_arr = state["step"].data
+                m, v = state["exp_avg"]._data, state["exp_avg_sq"]._data
+                vmax = state["max_exp_avg_sq"]._data if amsgrad else None
+                step_arr = state["step"]._data
                 step_arr += 1
                 step = float(step_arr)
                 if maximize:

@@ -38,7 +38,7 @@ class Adamax(ElementwiseOptimizer):
         beta1, beta2 = group["betas"]
         if group["weight_decay"] != 0:
             grad = grad + param * group["weight_decay"]
-        exp_avg, exp_inf = state["exp_avg"].data, state["exp_inf"].data
+        exp_avg, exp_inf = state["exp_avg"]._data, state["exp_inf"]._data
         exp_avg += (grad - exp_avg) * (1 - beta1)
         exp_inf *= beta2
         np.maximum(exp_inf, np.abs(grad) + group["eps"], out=exp_inf)

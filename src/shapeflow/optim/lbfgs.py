@@ -45,20 +45,20 @@ class LBFGS(Optimizer):
 
     # ---- flat views of the parameters ----------------------------------------------------------
     def _gather_flat_grad(self) -> np.ndarray:
-        return np.concatenate([np.zeros(p.numel(), p.data.dtype) if p.grad is None
-                               else p.grad.data.reshape(-1) for p in self._params])
+        return np.concatenate([np.zeros(p.numel(), p._data.dtype) if p.grad is None
+                               else p.grad._data.reshape(-1) for p in self._params])
 
     def _add_grad(self, step_size: float, update: np.ndarray) -> None:
         offset = 0
         for p in self._params:
             n = p.numel()
-            p.data += (update[offset:offset + n] * step_size).reshape(p.data.shape)
+            p._data += (update[offset:offset + n] * step_size).reshape(p._data.shape)
             p._version[0] += 1
             offset += n
 
     def _set_param(self, saved: list) -> None:
         for p, s in zip(self._params, saved):
-            p.data[...] = s
+            p._data[...] = s
             p._version[0] += 1
 
     def _directional_evaluate(self, closure, x: list, t: float, d: np.ndarray):
@@ -138,7 +138,7 @@ class LBFGS(Optimizer):
                 break
             ls_func_evals = 0
             if group["line_search_fn"] is not None:
-                x_init = [p.data.copy() for p in self._params]
+                x_init = [p._data.copy() for p in self._params]
 
                 def obj_func(x, t, d):
                     return self._directional_evaluate(closure, x, t, d)

@@ -42,24 +42,24 @@ def _swap_in(opt) -> list:
         if not group.get("master_weights"):
             continue
         for p in group["params"]:
-            if p.grad is None or p.dtype not in _HALF or p.data is None:
+            if p.grad is None or p.dtype not in _HALF or p._data is None:
                 continue
             state = opt.state[p]
             master = state.get("master")
             if master is None:  # the first step: made here, stored after it (see _swap_out)
-                master = from_numpy(p.data.astype(np.float32))
+                master = from_numpy(p._data.astype(np.float32))
             grad = p.grad
-            g32 = Tensor._make(grad.data.astype(np.float32), grad.shape, _dt.float32,
+            g32 = Tensor._make(grad._data.astype(np.float32), grad.shape, _dt.float32,
                                grad.device)
-            swapped.append((p, p.data, p.dtype, grad, master))
-            p.data, p.dtype, p.grad = master.data, _dt.float32, g32
+            swapped.append((p, p._data, p.dtype, grad, master))
+            p._data, p.dtype, p.grad = master._data, _dt.float32, g32
     return swapped
 
 
 def _swap_out(opt, swapped: list) -> None:
     """Give each parameter back its 16-bit array, now the master rounded to its dtype."""
     for p, data, dtype, grad, master in swapped:
-        master.data = p.data  # an optimizer may have rebound it (it updates in place)
-        np.copyto(data, master.data, casting="unsafe")  # round to nearest even
-        p.data, p.dtype, p.grad = data, dtype, grad
+        master._data = p._data  # an optimizer may have rebound it (it updates in place)
+        np.copyto(data, master._data, casting="unsafe")  # round to nearest even
+        p._data, p.dtype, p.grad = data, dtype, grad
         opt.state[p]["master"] = master

@@ -18,7 +18,7 @@ def _moments(param, grad, state: dict, group: dict):
             param *= 1 - group["lr"] * wd
         else:
             grad = grad + param * wd
-    exp_avg, exp_avg_sq = state["exp_avg"].data, state["exp_avg_sq"].data
+    exp_avg, exp_avg_sq = state["exp_avg"]._data, state["exp_avg_sq"]._data
     exp_avg += (grad - exp_avg) * (1 - beta1)
     exp_avg_sq *= beta2
     exp_avg_sq += grad * (1 - beta2) * grad
@@ -64,7 +64,7 @@ class NAdam(ElementwiseOptimizer):
         grad, exp_avg, exp_avg_sq = _moments(param, grad, state, group)
         mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * md)))
         mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * md)))
-        mu_product = state["mu_product"].data
+        mu_product = state["mu_product"]._data
         mu_product *= mu  # kept in float32, as PyTorch's scalar tensor
         mu_prod = float(mu_product)
         denom = np.sqrt(exp_avg_sq / bias_correction2)

@@ -262,9 +262,9 @@ class Optimizer:
                                      f"{format_shape(arr.shape)} for a parameter "
                                      f"{describe(param)}"))
                     continue
-                if param.data is not None and arr.dtype.kind == "f" and not (
-                        arr.dtype == np.float32 and param.data.dtype.itemsize == 2):
-                    arr = arr.astype(param.data.dtype)  # a copy: the state is ours alone
+                if param._data is not None and arr.dtype.kind == "f" and not (
+                        arr.dtype == np.float32 and param._data.dtype.itemsize == 2):
+                    arr = arr.astype(param._data.dtype)  # a copy: the state is ours alone
                 else:  # (float32 state of a 16-bit parameter: its master weights' kept)
                     arr = arr.copy()
                 out[name] = from_numpy(arr)
@@ -328,7 +328,7 @@ def axpy_(y: np.ndarray, x: np.ndarray, alpha: float) -> None:
 
 def _as_array(v):
     if isinstance(v, Tensor):
-        return v.data
+        return v._data
     if isinstance(v, np.ndarray):
         return v
     if hasattr(v, "detach") and hasattr(v, "numpy"):  # a torch tensor
@@ -348,4 +348,4 @@ def new_step() -> Tensor:
 
 
 def zeros_state(p: Tensor) -> Tensor:
-    return from_numpy(np.zeros_like(p.data))
+    return from_numpy(np.zeros_like(p._data))

@@ -51,18 +51,18 @@ class RMSprop(ElementwiseOptimizer):
         alpha, eps, lr = group["alpha"], group["eps"], group["lr"]
         if group["weight_decay"] != 0:
             grad = grad + param * group["weight_decay"]
-        square_avg = state["square_avg"].data
+        square_avg = state["square_avg"]._data
         square_avg *= alpha
         square_avg += grad * (1 - alpha) * grad
         if group["centered"]:
-            grad_avg = state["grad_avg"].data
+            grad_avg = state["grad_avg"]._data
             grad_avg += (grad - grad_avg) * (1 - alpha)
             avg = np.sqrt(square_avg - grad_avg * grad_avg)
         else:
             avg = np.sqrt(square_avg)
         avg += eps
         if group["momentum"] > 0:
-            buf = state["momentum_buffer"].data
+            buf = state["momentum_buffer"]._data
             buf *= group["momentum"]
             buf += grad / avg
             param -= buf * lr

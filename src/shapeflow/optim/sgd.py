@@ -51,8 +51,8 @@ class SGD(Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                param = p.data
-                grad = p.grad.data
+                param = p._data
+                grad = p.grad._data
                 owned = False  # whether `grad` is a temporary of ours (may be overwritten)
                 if maximize:
                     grad = np.negative(grad)
@@ -69,7 +69,7 @@ class SGD(Optimizer):
                         buf = np.array(grad, copy=True)
                         state["momentum_buffer"] = from_numpy(buf)
                     else:
-                        buf = buf_t.data
+                        buf = buf_t._data
                         buf *= momentum
                         if dampening == 0:
                             buf += grad

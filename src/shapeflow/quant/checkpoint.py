@@ -161,7 +161,7 @@ def _check_tensors(path, name: str, config: dict, s: Scheme, state: dict) -> Non
                                    f"('{rows_field}'={config[rows_field]}, "
                                    f"'{cols_field}'={config[cols_field]}, scheme {s.name}) "
                                    f"makes it {list(shape)}")
-        data = t.data
+        data = t._data
         if data is None:
             continue
         if attr in ("weight_scale", "input_scale"):

@@ -119,8 +119,8 @@ def _calibrate(model: Module, names: list[str], calibration, percentile, top: fl
     def hook_for(name):
         def hook(module, args):
             x = args[0]
-            if isinstance(x, Tensor) and x.data is not None:
-                a = np.abs(np.asarray(x.data, np.float64)).ravel()
+            if isinstance(x, Tensor) and x._data is not None:
+                a = np.abs(np.asarray(x._data, np.float64)).ravel()
                 seen[name].append(a if percentile is not None else np.array([a.max(initial=0)]))
         return hook
 

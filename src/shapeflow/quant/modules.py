@@ -78,7 +78,7 @@ class _QuantizedWeight(Module):
     def weight_q(self) -> QuantizedTensor:
         """The stored weight as a QuantizedTensor (a view of the buffers, no copy)."""
         scheme = get_scheme(self.scheme)
-        data = self.weight_qdata.data
+        data = self.weight_qdata._data
         if data is None:
             raise DeviceError(f"{type(self).__name__}.weight_q: the "
                               f"{self.weight_qdata.device} buffers hold no values",
@@ -86,7 +86,7 @@ class _QuantizedWeight(Module):
         spec = QDTYPES[scheme.weight]
         if not spec.integer:
             data = data.view(spec.np)
-        scale = np.ascontiguousarray(self.weight_scale.data,
+        scale = np.ascontiguousarray(self.weight_scale._data,
                                      scale_dtype(scheme.weight, scheme.group_size))
         return QuantizedTensor(data, scale, None, scheme.weight,
                                self._weight_shape, scheme.axis, scheme.group_size, True)
@@ -94,7 +94,7 @@ class _QuantizedWeight(Module):
     def _scale(self) -> np.ndarray:
         """The weight's scales widened to float32 for computing (exact from float16; also
         undoes a Module.to(dtype), which casts float buffers too)."""
-        return np.ascontiguousarray(self.weight_scale.data, np.float32)
+        return np.ascontiguousarray(self.weight_scale._data, np.float32)
 
     def weight_nbytes(self) -> int:
         """Bytes of the quantized weight: data + scales (+ zero points)."""
@@ -128,7 +128,7 @@ class QuantizedLinear(_QuantizedWeight):
                 static_input=input_scale is not None)
         q._set_weight(linear.weight, f"{name}.weight" if name else "weight", memo)
         if linear.bias is not None:
-            q.bias = Parameter(from_numpy(np.array(linear.bias.data, np.float32)),
+            q.bias = Parameter(from_numpy(np.array(linear.bias._data, np.float32)),
                                requires_grad=False)
         if input_scale is not None:
             q.input_scale = from_numpy(np.array(input_scale, np.float32))
@@ -160,9 +160,9 @@ class QuantizedLinear(_QuantizedWeight):
         scheme = get_scheme(self.scheme)
         k, n = self.in_features, self.out_features
         xf = x.reshape(-1, k).astype(np.float32, copy=False)
-        bias = None if self.bias is None else np.asarray(self.bias.data, np.float32)
+        bias = None if self.bias is None else np.asarray(self.bias._data, np.float32)
         if scheme.activations == "int8":
-            w = self.weight_qdata.data
+            w = self.weight_qdata._data
             xf = np.ascontiguousarray(xf)
             fused = igemm.linear_int8(xf, w, self._scale(), bias)
             if fused is not None:  # qgemm.c: the same steps as below, in one pass
@@ -181,12 +181,12 @@ class QuantizedLinear(_QuantizedWeight):
         elif scheme.activations == "fp8-e4m3":
             fp8, top = QDTYPES["fp8-e4m3"].np, _FP8_MAX["fp8-e4m3"]
             if "input_scale" in self._buffers:
-                s_in = np.float32(self.input_scale.data)
+                s_in = np.float32(self.input_scale._data)
             else:  # no calibration: the scale of this call's max |x|
                 amax = np.float32(np.max(np.abs(xf))) if xf.size else np.float32(0)
                 s_in = np.float32(np.float64(amax) / top) if amax > 0 else np.float32(1)
             xq = np.clip(xf / s_in, -top, top).astype(fp8).astype(np.float32)
-            wq = self.weight_qdata.data.view(fp8).astype(np.float32)
+            wq = self.weight_qdata._data.view(fp8).astype(np.float32)
             y = gemm.matmul(xq, wq.T)
             y *= np.float32(np.float64(s_in) * np.float64(self._scale()))
         else:
@@ -200,7 +200,7 @@ class QuantizedLinear(_QuantizedWeight):
         spec = QDTYPES[scheme.weight]
         if spec.integer:
             k = self.in_features
-            w = igemm.dequantize_weight(self.weight_qdata.data, spec.bits, self._weight_shape,
+            w = igemm.dequantize_weight(self.weight_qdata._data, spec.bits, self._weight_shape,
                                         scheme.group_size or k, self._scale())
             if w is not None:
                 return w

@@ -57,7 +57,7 @@ def _float_twin(model):
         if isinstance(m, QuantizedLinear):
             f = Linear(m.in_features, m.out_features, bias=m.bias is not None)
             if m.bias is not None:
-                f.bias = Parameter(from_numpy(np.array(m.bias.data, np.float32)))
+                f.bias = Parameter(from_numpy(np.array(m.bias._data, np.float32)))
         elif isinstance(m, QuantizedEmbedding):
             f = Embedding(m.num_embeddings, m.embedding_dim, padding_idx=m.padding_idx)
         else:
@@ -173,7 +173,7 @@ def _activation_qdq(h, g, name: str, x: str, m, acts: str) -> tuple[list, str]:
     else:  # fp8-e4m3: one scale for the tensor
         top, qtype, block = 448.0, TensorProto.FLOAT8E4M3FN, {}
         if "input_scale" in m._buffers:
-            scale = const("input_scale", np.float32(m.input_scale.data))
+            scale = const("input_scale", np.float32(m.input_scale._data))
         else:
             nodes += [h.make_node("Abs", [x], [f"{p}_abs"]),
                       h.make_node("ReduceMax", [f"{p}_abs"], [f"{p}_amax"], keepdims=0)]

@@ -185,10 +185,10 @@ class QuantizedTensor:
 # ---- quantize -----------------------------------------------------------------------------
 def _as_array(x) -> np.ndarray:
     if isinstance(x, Tensor):
-        if x.data is None:
+        if x._data is None:
             raise ShapeflowError(f"quantize_tensor: a {x.device} tensor has no values",
                                  op="quantize", hint="quantize tensors on cpu")
-        return np.asarray(x.data)
+        return np.asarray(x._data)
     return np.asarray(x)
 
 

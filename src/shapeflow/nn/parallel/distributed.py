@@ -38,7 +38,7 @@ class _Bucket:
             if p.grad is None:
                 self.buffer[off:off + n] = 0
             else:
-                self.buffer[off:off + n] = p.grad.data.reshape(-1)
+                self.buffer[off:off + n] = p.grad._data.reshape(-1)
             off += n
 
     def write_back(self, world_size: int) -> None:
@@ -49,7 +49,7 @@ class _Bucket:
             if p.grad is None:
                 p.grad = from_numpy(avg.astype(p.dtype.np, copy=True))
             else:
-                p.grad.data[...] = avg
+                p.grad._data[...] = avg
                 p.grad._version[0] += 1
             off += n
 

@@ -48,13 +48,13 @@ def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = F
     if not tensors:
         return make(0.0)
     dtype = tensors[0].dtype
-    if any(t.data is None for t in tensors):
+    if any(t._data is None for t in tensors):
         from ...factories import zeros
 
         return zeros((), dtype=dtype, device="meta")
     np_dtype = dtype.np if dtype.is_floating_point else np.float32
     # Each per-tensor norm rounds to the grads' dtype, as PyTorch's do.
-    norms = np.array([_norm(t.data, norm_type) for t in tensors], dtype=np_dtype)
+    norms = np.array([_norm(t._data, norm_type) for t in tensors], dtype=np_dtype)
     total = np_dtype.type(_norm(norms, norm_type)) if norms.size else np_dtype.type(0)
     if error_if_nonfinite and not np.isfinite(total):
         raise NonFiniteNormError(
@@ -76,15 +76,15 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
     """
     grads = _grads(parameters)
     total = get_total_norm(grads, norm_type, error_if_nonfinite)
-    if not grads or total.data is None:
+    if not grads or total._data is None:
         return total
-    t = total.data.dtype.type
+    t = total._data.dtype.type
     # PyTorch computes max_norm / x as x.reciprocal() * max_norm.
-    coef = (t(1) / (total.data + t(1e-6))) * t(max_norm)
+    coef = (t(1) / (total._data + t(1e-6))) * t(max_norm)
     coef = min(coef, t(1.0))
     for g in grads:
-        if g.data is not None:
-            np.multiply(g.data, coef, out=g.data, casting="unsafe")
+        if g._data is not None:
+            np.multiply(g._data, coef, out=g._data, casting="unsafe")
             g._version[0] += 1
     return total
 
@@ -93,8 +93,8 @@ def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
     """Clamp every grad elementwise into [-clip_value, clip_value], in place."""
     clip_value = float(clip_value)
     for g in _grads(parameters):
-        if g.data is not None:
-            np.clip(g.data, -clip_value, clip_value, out=g.data)
+        if g._data is not None:
+            np.clip(g._data, -clip_value, clip_value, out=g._data)
             g._version[0] += 1
 
 
@@ -102,15 +102,15 @@ def parameters_to_vector(parameters) -> Tensor:
     """All parameters flattened into one 1-D tensor (a copy)."""
     from ...tensor import from_numpy
 
-    return from_numpy(np.concatenate([p.data.reshape(-1) for p in parameters]))
+    return from_numpy(np.concatenate([p._data.reshape(-1) for p in parameters]))
 
 
 def vector_to_parameters(vec: Tensor, parameters) -> None:
     """Copy slices of a 1-D tensor back into the parameters, in place."""
     offset = 0
     for p in parameters:
-        n = p.data.size
-        p.data[...] = vec.data[offset:offset + n].reshape(p.data.shape)
+        n = p._data.size
+        p._data[...] = vec._data[offset:offset + n].reshape(p._data.shape)
         p._version[0] += 1
         offset += n
 

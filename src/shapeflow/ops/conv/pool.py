@@ -122,12 +122,12 @@ def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False
         return max_pool2d(input, (H // oh, W // ow), return_indices=return_indices)
     _concrete(op, input, (H, W))
     lead = tuple(input.shape[:-2])
-    if input.data is None:
+    if input._data is None:
         from ...factories import empty
 
         idx = empty(*lead, oh * ow, dtype=_dt.int64, device=input.device)
     else:
-        x = input.data
+        x = input._data
         found = np.empty(lead + (oh, ow), np.int64)
         for i, (a, b) in enumerate(_bounds(H, oh)):
             for j, (c, d) in enumerate(_bounds(W, ow)):

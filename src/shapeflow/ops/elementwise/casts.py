@@ -58,7 +58,7 @@ def to_device(x: Tensor, device: Device) -> Tensor:
             "moving (Module.to_empty)",
         )
     # through host memory: each device knows only its own arrays and NumPy's
-    data = device.from_numpy(x.device.to_numpy(x.data)) if device.computes else None
+    data = device.from_numpy(x.device.to_numpy(x._data)) if device.computes else None
     out = Tensor._make(data, x.shape, x.dtype, device)
     out.requires_grad = x.requires_grad and x.grad_fn is None
     return out

@@ -54,7 +54,7 @@ def allclose(input: Tensor, other, rtol: float = 1e-05, atol: float = 1e-08,  # 
              equal_nan: bool = False) -> bool:
     """Whether every element of input is close to other's (broadcast), as a Python bool."""
     _values("allclose", input, *([other] if isinstance(other, Tensor) else []))
-    return bool(isclose(input, other, rtol, atol, equal_nan).data.all())
+    return bool(isclose(input, other, rtol, atol, equal_nan)._data.all())
 
 
 def equal(input: Tensor, other: Tensor) -> bool:  # noqa: A002
@@ -62,7 +62,7 @@ def equal(input: Tensor, other: Tensor) -> bool:  # noqa: A002
     _values("equal", input, other)
     if tuple(input.shape) != tuple(other.shape):
         return False
-    return bool(np.array_equal(input.data, other.data))
+    return bool(np.array_equal(input._data, other._data))
 
 
 METHODS = ("isclose", "allclose", "equal")

@@ -74,6 +74,6 @@ def split_grad(g: Tensor, shapes: list) -> list:
     """A packed gradient as one gradient per output; None for an output whose gradient is
     all zeros (not used), so backward formulas can skip its terms as PyTorch does."""
     parts = unpack(g, shapes)
-    if g.data is None:
+    if g._data is None:
         return parts
-    return [None if not p.data.any() else p for p in parts]
+    return [None if not p._data.any() else p for p in parts]

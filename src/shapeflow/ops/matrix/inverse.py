@@ -55,7 +55,7 @@ class Det(Op):
     def backward(self, g):
         a, det = self.saved_tensors
         scale = (g * det).unsqueeze(-1).unsqueeze(-1)
-        if a.data is None or (det.data != 0).all():
+        if a._data is None or (det._data != 0).all():
             return (scale * inv(a).mT,)
         return (g.unsqueeze(-1).unsqueeze(-1) * apply(Cofactors(), a),)
 

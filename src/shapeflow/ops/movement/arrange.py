@@ -142,7 +142,7 @@ def repeat_interleave(x: Tensor, repeats=None, dim: int | None = None, *,
         if counts.device is meta:
             raise ShapeError("repeat_interleave: the output size depends on the counts' values, "
                              "which a meta tensor does not have", op="repeat_interleave")
-        idx = np.repeat(np.arange(counts.shape[0]), counts.data)
+        idx = np.repeat(np.arange(counts.shape[0]), counts._data)
         return Tensor._make(idx, idx.shape, _dt.int64, counts.device)
     if x.ndim == 0 and dim is not None:  # PyTorch: a 0-d tensor has no dim to repeat along
         raise ShapeIndexError(f"repeat_interleave: dim {dim} given for a 0-d tensor, which has "
@@ -157,7 +157,7 @@ def repeat_interleave(x: Tensor, repeats=None, dim: int | None = None, *,
             raise DTypeError(f"repeat_interleave: repeats must be integers, got {repeats.dtype}",
                              op="repeat_interleave", operands=[("repeats", describe(repeats))])
         if repeats.ndim == 0 or tuple(repeats.shape) == (1,):
-            repeats = int(repeats.reshape(()).item()) if repeats.data is not None else None
+            repeats = int(repeats.reshape(()).item()) if repeats._data is not None else None
             if repeats is None:
                 raise ShapeError("repeat_interleave: a meta repeats tensor has no value",
                                  op="repeat_interleave")
@@ -167,7 +167,7 @@ def repeat_interleave(x: Tensor, repeats=None, dim: int | None = None, *,
                     f"repeat_interleave: repeats must have one count per element of dim {d} "
                     f"({x.shape[d]}), got {describe(repeats)}", op="repeat_interleave",
                     operands=[("input", describe(x)), ("repeats", describe(repeats))])
-            counts = repeats.data
+            counts = repeats._data
             if counts is None:
                 if output_size is None:
                     raise ShapeError(

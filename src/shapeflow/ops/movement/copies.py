@@ -29,9 +29,9 @@ def clone(x: Tensor) -> Tensor:
 
 
 def contiguous(x: Tensor) -> Tensor:
-    if x.data is None:
+    if x._data is None:
         return x if meta_layout.is_contiguous(x) else clone(x)
-    if x.data.flags.c_contiguous:
+    if x._data.flags.c_contiguous:
         return x
     return clone(x)
 

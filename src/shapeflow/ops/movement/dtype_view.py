@@ -28,7 +28,7 @@ class ViewDtype(Op):
         if x.ndim == 0:
             raise ShapeRuntimeError(f"view: self.dim() cannot be 0 {what}", op="view",
                                     operands=[("input", describe(x))])
-        if x.data is not None and x.shape[-1] != 1 and x.data.strides[-1] != old:
+        if x._data is not None and x.shape[-1] != 1 and x._data.strides[-1] != old:
             raise ShapeRuntimeError(f"view: self.stride(-1) must be 1 {what}", op="view",
                                     operands=[("input", describe(x))],
                                     hint="call .contiguous() first")

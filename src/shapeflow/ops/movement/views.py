@@ -23,12 +23,12 @@ class View(Op):
 
 def _view_apply(op: View, x: Tensor) -> Tensor:
     out = apply(op, x)
-    if out.data is None:
+    if out._data is None:
         if not meta_layout.view(op, x, out):
             return out  # NumPy would copy here: the meta tensor gets memory of its own
         out._version = x._version
         out._base = x if x._base is None else x._base
-    elif np.may_share_memory(out.data, x.data):
+    elif np.may_share_memory(out._data, x._data):
         out._version = x._version  # in-place changes through either are seen by both
         out._base = x if x._base is None else x._base
     return out
@@ -210,8 +210,8 @@ def view(x: Tensor, *shape) -> Tensor:
     n = prod_dims(x.shape)
     if type(n) is int and n == 0:
         return out  # nothing to share: PyTorch views any empty tensor
-    strides = (f" with strides {tuple(s // x.data.itemsize for s in x.data.strides)}"
-               if x.data is not None else " (a strided meta view)")
+    strides = (f" with strides {tuple(s // x._data.itemsize for s in x._data.strides)}"
+               if x._data is not None else " (a strided meta view)")
     raise ShapeError(
         f"view: size {format_shape(out.shape)} is not compatible with the input's size and "
         f"stride: {format_shape(x.shape)}{strides} cannot be read as that shape without a "

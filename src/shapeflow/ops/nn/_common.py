@@ -46,7 +46,7 @@ def _need_float(op: str, x: Tensor, name: str = "x", hint: str | None = None) ->
 def _dense(g: Tensor) -> Tensor:
     """g without zero strides (a broadcast upstream grad, e.g. from sum()): NumPy's matmul
     falls back from BLAS to a slow loop on those."""
-    d = g.data
+    d = g._data
     if d is not None and d.ndim and not d.flags.c_contiguous and 0 in d.strides:
         return g.contiguous()
     return g

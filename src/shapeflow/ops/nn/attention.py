@@ -201,7 +201,7 @@ def _causal_bound(L: int, S: int, dtype) -> np.ndarray:
 def _causal_keep(s: Tensor) -> Tensor:
     """The [L, S] bool mask of positions a causal query may see (top-left aligned)."""
     L, S = s.shape[-2:]
-    if s.data is None:
+    if s._data is None:
         return Tensor._make(None, (L, S), _dt.bool_, s.device)
     return Tensor._make(np.tril(np.ones((L, S), bool)), (L, S), _dt.bool_, s.device)
 
@@ -228,7 +228,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
                    ("bool" if attn_mask.dtype is _dt.bool_ else "float"), generator)
     extra = (attn_mask,) if attn_mask is not None else ()
     out = apply(op, query, key, value, *extra)
-    if out.data is None and kernel is not Attention and out.ndim >= 3:
+    if out._data is None and kernel is not Attention and out.ndim >= 3:
         meta_layout.swapped(out, -3, -2)  # flash writes [..., L, H, E], as on the cpu
     return out
 

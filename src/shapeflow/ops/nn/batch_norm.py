@@ -213,7 +213,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     update = training and running_mean is not None and running_var is not None
     running = None
     if not training and input.device is not meta:
-        running = (running_mean.data, running_var.data)
+        running = (running_mean._data, running_var._data)
     kernel = BatchNorm(training, eps, weight is not None, bias is not None, running,
                        want_stats=update and input.device is not meta)
     extra = tuple(t for t in (weight, bias) if t is not None)
@@ -221,8 +221,8 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     if update:
         stats = kernel.__dict__.pop("batch_stats", None)
         for buf, new in zip((running_mean, running_var), stats or (None, None)):
-            if buf.data is not None and new is not None:  # nothing to write on meta
-                buf.data *= 1.0 - momentum
-                buf.data += (momentum * new).astype(buf.data.dtype, copy=False)
+            if buf._data is not None and new is not None:  # nothing to write on meta
+                buf._data *= 1.0 - momentum
+                buf._data += (momentum * new).astype(buf._data.dtype, copy=False)
             buf._version[0] += 1
     return out

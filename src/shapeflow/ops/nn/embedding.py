@@ -97,8 +97,8 @@ class EmbeddingBackward(Op):
         if self.by_freq:
             from ...tensor import tensor
 
-            counts = np.bincount(idx.data.reshape(-1), minlength=self.num)
-            inv = tensor(1.0 / np.maximum(counts, 1)[idx.data], dtype=gg.dtype)
+            counts = np.bincount(idx._data.reshape(-1), minlength=self.num)
+            inv = tensor(1.0 / np.maximum(counts, 1)[idx._data], dtype=gg.dtype)
             out = out * inv.unsqueeze(-1)
         if self.padding_idx is not None:
             out = out * (idx != self.padding_idx).unsqueeze(-1)
@@ -133,7 +133,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
                                     f"num_embeddings={n}", op="embedding")
         if padding_idx < 0:
             padding_idx += n
-    if max_norm is not None and weight.data is not None and input.data is not None:
+    if max_norm is not None and weight._data is not None and input._data is not None:
         _renorm_rows(input, weight, max_norm, norm_type)
     return apply(Embedding(padding_idx, scale_grad_by_freq), input, weight)
 
@@ -142,10 +142,10 @@ def _renorm_rows(input: Tensor, weight: Tensor, max_norm: float, norm_type: floa
     """PyTorch's embedding_renorm_: rows used whose norm exceeds max_norm are scaled down."""
     if input.dtype.category != 1:
         return  # the Embedding op raises the DTypeError
-    _check_indices("embedding", input.data, weight.shape[0], "num_embeddings",
+    _check_indices("embedding", input._data, weight.shape[0], "num_embeddings",
                    "indices must be smaller than num_embeddings")
-    rows = np.unique(input.data)
-    w = weight.data
+    rows = np.unique(input._data)
+    w = weight._data
     norms = np.linalg.norm(w[rows].astype(np.float64), ord=norm_type, axis=1)
     big = norms > max_norm
     if big.any():
@@ -179,12 +179,12 @@ class OneHot(Op):
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     """int64 one-hot encoding [..., num_classes]; num_classes=-1 takes max + 1 from the data."""
     if num_classes == -1:
-        if tensor.data is None:
+        if tensor._data is None:
             raise ShapeRuntimeError("one_hot: num_classes=-1 needs data to find the class count",
                                     op="one_hot", operands=[("input", describe(tensor))],
                                     hint="pass num_classes= explicitly on the meta device")
         if tensor.numel() == 0:
             raise ShapeRuntimeError("one_hot: cannot infer num_classes from an empty tensor",
                                     op="one_hot", hint="pass num_classes=")
-        num_classes = int(tensor.data.max()) + 1
+        num_classes = int(tensor._data.max()) + 1
     return apply(OneHot(num_classes), tensor)

@@ -156,16 +156,16 @@ class FlashAttention(Attention):
             return self._math_backward(saved[:-2] + [None], g)
         qt, kt, vt = saved[0], saved[1], saved[2]
         need = [n is not None for n in self.next[0::3]]
-        if qt.data is None:  # meta: the gradients' shapes, nothing to compute
+        if qt._data is None:  # meta: the gradients' shapes, nothing to compute
             return tuple(Tensor._make(None, t.shape, t.dtype, t.device) if n else None
                          for t, n in zip((qt, kt, vt), need)) + (
                              (None,) if self.mask_kind else ())
-        mask = saved[3].data if self.mask_kind else None
-        out, lse = saved[-2].data, saved[-1].data
+        mask = saved[3]._data if self.mask_kind else None
+        out, lse = saved[-2]._data, saved[-1]._data
         work = np.dtype(_compute_np(qt.dtype))
         store = np.dtype(qt.dtype.np)  # the gradients' dtype; 16-bit ones run in float32
-        q, k, v, mask = _broadcast(qt.data, kt.data, vt.data, mask)
-        do = np.broadcast_to(g.data, out.shape)
+        q, k, v, mask = _broadcast(qt._data, kt._data, vt._data, mask)
+        do = np.broadcast_to(g._data, out.shape)
         # one query block writes every gradient once (no zeros to add into); more add up.
         # dq is finished block by block, and so are dk and dv when written once: 16-bit
         # gradients are then rounded from float32 blocks, never whole float32 arrays

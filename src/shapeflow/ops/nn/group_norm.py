@@ -82,8 +82,8 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,
 
         with no_grad():
             for buf, upd in ((running_mean, rm), (running_var, rv)):
-                if buf.data is not None:
-                    buf.data[...] = upd.data.reshape(N, C).mean(0)
+                if buf._data is not None:
+                    buf._data[...] = upd._data.reshape(N, C).mean(0)
                 buf._version[0] += 1
     return _affine(out, weight, bias, input.ndim)
 

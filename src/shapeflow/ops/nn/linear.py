@@ -88,16 +88,16 @@ class Linear(Op):
         shape, dt, dev = tuple(g.shape), g.dtype, g.device
         out_f = shape[-1]
         in_f = (w if w is not None else x).shape[-1]
-        ga = g.data
+        ga = g._data
         # rows spelled out, not -1: NumPy cannot solve -1 when out_f or in_f is 0
         rows = None if ga is None else math.prod(shape[:-1])
         g2 = None if ga is None else ga.reshape(rows, out_f)
         gx = gw = None
         if w is not None:
-            gx = Tensor._make(None if g2 is None else gemm.matmul(g2, w.data).reshape(
+            gx = Tensor._make(None if g2 is None else gemm.matmul(g2, w._data).reshape(
                 shape[:-1] + (in_f,)), shape[:-1] + (in_f,), dt, dev)
         if x is not None:
-            x2 = None if g2 is None else x.data.reshape(rows, in_f)
+            x2 = None if g2 is None else x._data.reshape(rows, in_f)
             gw = Tensor._make(None if g2 is None else gemm.matmul(g2.T, x2), (out_f, in_f),
                               dt, dev)
         if self.has_bias:

@@ -172,7 +172,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
 
 def _check_probabilities(op: str, p: Tensor) -> None:
     """PyTorch's rule: every input in [0, 1] (NaN too fails it); values are checked on cpu."""
-    a = p.data
+    a = p._data
     if a is None or not a.size:
         return
     lo, hi = a.min(), a.max()  # NaN propagates into both, and fails both comparisons

@@ -167,7 +167,7 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float, full: 
                                     f"{format_shape(si)} (same shape, one dim fewer, or last "
                                     "dim 1)", op=op, operands=[("input", describe(input)),
                                                                ("var", describe(var))])
-    if var.data is not None and var.numel() and float(var.data.min()) < 0:
+    if var._data is not None and var.numel() and float(var._data.min()) < 0:
         raise ShapeError(f"{op}: var has negative entry", op=op,
                          operands=[("var", describe(var))])
     # PyTorch clamps var in place under no_grad: the value is clamped, the gradient is not

@@ -176,28 +176,28 @@ class Recurrence(Op):
         # the compiled LSTM loop keeps x beside every step's h_{t-1}: one gemm for both dWs
         feat = xs[-1] if (cells is not None and self.name == "lstm" and need["w_ih"]
                           and need["w_hh"]) else 0
-        scratch = [Tensor._make(None if states.data is None else np.empty(s, dt.np), s, dt,
+        scratch = [Tensor._make(None if states._data is None else np.empty(s, dt.np), s, dt,
                                 dev)
                    for s in steps_np.scratch_shapes(self.name, n, self.hidden, self.proj,
                                                     feat)]
-        if states.data is None:  # meta: shapes only
+        if states._data is None:  # meta: shapes only
             return tuple(Tensor._make(None, shapes[k], dt, dev) if need[k] else None
                          for k in names)
-        bufs = [t.data for t in scratch]
-        g = _dense(g).data
+        bufs = [t._data for t in scratch]
+        g = _dense(g)._data
         x = saved.get("x")
-        x_arr = None if x is None else x.data
+        x_arr = None if x is None else x._data
         w_ih = saved.get("w_ih")
-        w_ih = None if w_ih is None else w_ih.data
+        w_ih = None if w_ih is None else w_ih._data
         steps = self._steps_from(shapes["x"])
         ds = g.reshape(steps.n, g.shape[-1])
         x2 = None if x_arr is None else x_arr.reshape(steps.n, x_arr.shape[-1])
-        h0, w_hh, s2 = saved["h0"].data, saved["w_hh"].data, states.data.reshape(steps.n, -1)
-        gates = saved["gates"].data.reshape(steps.n, -1) if "gates" in saved else None
+        h0, w_hh, s2 = saved["h0"]._data, saved["w_hh"]._data, states._data.reshape(steps.n, -1)
+        gates = saved["gates"]._data.reshape(steps.n, -1) if "gates" in saved else None
         need_b = need.get("b_ih", False) or need.get("b_hh", False)
         if self.name == "lstm":
-            w_hr = saved["w_hr"].data if self.has_proj else None
-            args = (ds, x2, h0, saved["c0"].data, w_ih, w_hh, w_hr, s2, gates, steps,
+            w_hr = saved["w_hr"]._data if self.has_proj else None
+            args = (ds, x2, h0, saved["c0"]._data, w_ih, w_hh, w_hr, s2, gates, steps,
                     (need["x"], need["w_ih"], need["w_hh"], need_b, need.get("w_hr", False)),
                     bufs)
             dx, dh0, dc0, dw_ih, dw_hh, db, dw_hr = (

@@ -52,7 +52,7 @@ class Cumprod(Op):
 
     def backward(self, g):
         x, out = self.saved_tensors
-        if x.device is meta or x.ndim == 0 or not (x.data == 0).any():
+        if x.device is meta or x.ndim == 0 or not (x._data == 0).any():
             # d out_j / d x_k = out_j / x_k for j >= k: a reversed running sum, over x
             return (apply(Cumsum(self.d, reverse=True), g * out) / x,)
         return (apply(CumprodGradWithZeros(self.d), x, out, g),)
