@@ -21,9 +21,20 @@ def restore_threads():
     sf.set_num_threads(before)
 
 
-def test_the_default_is_pytorchs():
-    assert sf.get_num_threads() == torch.get_num_threads()
-    assert sf.get_num_interop_threads() >= 1
+@pytest.mark.parametrize("omp", [None, "1"])
+def test_the_default_is_pytorchs(omp):
+    # a fresh process: both read OMP_NUM_THREADS once, and modules imported by other tests
+    # (the benchmarks) set it in this one
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
+    if omp is not None:
+        env["OMP_NUM_THREADS"] = omp
+    code = ("import shapeflow as sf, torch\n"
+            "print(sf.get_num_threads(), torch.get_num_threads(), sf.get_num_interop_threads())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         timeout=120, check=True).stdout.split()
+    ours, theirs, interop = map(int, out)
+    assert ours == theirs and interop >= 1
 
 
 def test_round_trip_and_the_blas_libraries_report_it(restore_threads):

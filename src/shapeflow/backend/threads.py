@@ -51,7 +51,8 @@ def _load() -> None:
             fns[2].argtypes, fns[2].restype = [], ctypes.c_int
             _state["mkl"] = fns
     _state["openblas"] = _openblas()
-    _state["default"] = _default()  # before any local setting changes what MKL reports
+    if _state.get("default") is None:
+        _state["default"] = _default()
 
 
 def _openblas():
@@ -177,3 +178,8 @@ def blas_threads() -> dict[str, int]:
     if _state["openblas"] is not None:
         out["openblas"] = _state["openblas"][1]()
     return out
+
+
+# read when shapeflow is imported, as PyTorch reads OMP_NUM_THREADS at its start: code that
+# sets the variable later (a benchmark module imported by a test) changes nothing
+_state["default"] = _default()

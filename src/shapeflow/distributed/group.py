@@ -293,6 +293,7 @@ def _abort_all(kind, value, tb) -> None:
     sys.stderr.write("".join(f"[rank {rank}] {line}\n" for line in text.splitlines()))
     sys.stderr.write(f"[rank {rank}] shapeflow.distributed: aborting all ranks\n")
     sys.stderr.flush()
+    time.sleep(0.2)  # the launcher forwards output asynchronously: let it read the traceback
     world.aborting = True
     world.comm.Abort(1)
 
