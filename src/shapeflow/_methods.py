@@ -166,20 +166,34 @@ def backward(self, gradient=None, retain_graph: bool | None = None,
                     create_graph, inputs)
 
 
-def new_zeros(self, *size) -> Tensor:
-    return factories.zeros(*size, dtype=self.dtype, device=self.device)
+def _or(value, default):
+    """value unless it is None."""
+    return default if value is None else value
 
 
-def new_ones(self, *size) -> Tensor:
-    return factories.ones(*size, dtype=self.dtype, device=self.device)
+def new_zeros(self, *size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """Zeros of the given size; dtype and device default to self's."""
+    return factories.zeros(*size, dtype=_or(dtype, self.dtype), device=_or(device, self.device),
+                           requires_grad=requires_grad)
 
 
-def new_full(self, size, fill_value) -> Tensor:
-    return factories.full(size, fill_value, dtype=self.dtype, device=self.device)
+def new_ones(self, *size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """Ones of the given size; dtype and device default to self's."""
+    return factories.ones(*size, dtype=_or(dtype, self.dtype), device=_or(device, self.device),
+                          requires_grad=requires_grad)
 
 
-def new_empty(self, *size) -> Tensor:
-    return factories.empty(*size, dtype=self.dtype, device=self.device)
+def new_full(self, size, fill_value, *, dtype=None, device=None,
+             requires_grad: bool = False) -> Tensor:
+    """fill_value in the given size; dtype and device default to self's."""
+    return factories.full(size, fill_value, dtype=_or(dtype, self.dtype),
+                          device=_or(device, self.device), requires_grad=requires_grad)
+
+
+def new_empty(self, *size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """Uninitialised values of the given size; dtype and device default to self's."""
+    return factories.empty(*size, dtype=_or(dtype, self.dtype), device=_or(device, self.device),
+                           requires_grad=requires_grad)
 
 
 def _attach_tensor_methods() -> None:

@@ -215,6 +215,13 @@ def arange(start, end=None, step=1, dtype=None, device=None,
     if dtype is None:
         dtype = _dt.result_type(start, end, step)
     dt = _dt.get_dtype(dtype)
+    if dt is _dt.int64 and not all(type(v) is int for v in (start, end, step)):
+        # PyTorch truncates the bounds and step to int64 before counting (narrower ints
+        # count on the float values, as NumPy does below)
+        start, end, step = (int(v) if math.isfinite(v) else v for v in (start, end, step))
+        if step == 0:
+            raise ShapeRuntimeError("arange: step must be nonzero (after truncating it to "
+                                    f"{dt})", op="arange")
     n = _arange_length(start, end, step, dt)
     return _make(((n,),), dt, device, requires_grad,
                  lambda s, d: (start + step * np.arange(n, dtype=np.float64)).astype(d)

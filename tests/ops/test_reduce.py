@@ -426,9 +426,9 @@ def test_norm_gradient_at_zero_is_zero(p):
     check_op(lambda x: x.norm(p, 1), lambda x: x.norm(p, 1), data, gradcheck=False)
 
 
-def test_norm_rejects_nuclear():
+def test_norm_rejects_an_unknown_string():
     with pytest.raises(ValueError):
-        sf.ones(2, 2).norm("nuc")
+        sf.ones(2, 2).norm("bogus")
 
 
 # ---- grad of grad ----------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from .conv2d import _ConvSpec, _pair, conv2d
 from .convnd import ConvTranspose2d
 
 _MODES = {"nearest": None, "nearest-exact": None, "area": None, "linear": 1, "bilinear": 2,
-          "trilinear": 3}
+          "bicubic": 2, "trilinear": 3}
 
 
 def _const(a: np.ndarray, like: Tensor) -> Tensor:
@@ -52,14 +52,47 @@ def _linear_matrix(out: int, inp: int, scale, align_corners: bool) -> np.ndarray
     return m
 
 
+def _cubic_matrix(out: int, inp: int, scale, align_corners: bool) -> np.ndarray:
+    """Bicubic weights along one axis: PyTorch's cubic convolution (A = -0.75), with the
+    source coordinate unclamped and the four taps clamped to the edge."""
+    dst = np.arange(out, dtype=np.float64)
+    if align_corners:
+        src = dst * ((inp - 1) / (out - 1) if out > 1 else 0.0)
+    else:
+        src = (dst + 0.5) * ((1.0 / scale) if scale else inp / out) - 0.5
+    i0 = np.floor(src).astype(np.int64)
+    t = src - i0
+    a = -0.75
+
+    def near(x):  # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):  # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    m = np.zeros((out, inp))
+    for off, w in ((-1, far(t + 1)), (0, near(t)), (1, near(1 - t)), (2, far(2 - t))):
+        np.add.at(m, (np.arange(out), np.clip(i0 + off, 0, inp - 1)), w)
+    return m
+
+
+def _area_matrix(out: int, inp: int) -> np.ndarray:
+    """Adaptive average pooling along one axis: output i averages [i*n/o, ceil((i+1)*n/o))."""
+    m = np.zeros((out, inp))
+    for i in range(out):
+        lo, hi = (i * inp) // out, -((-(i + 1) * inp) // out)
+        m[i, lo:hi] = 1.0 / (hi - lo)
+    return m
+
+
 def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",
                 align_corners: bool | None = None, recompute_scale_factor: bool | None = None,
                 antialias: bool = False) -> Tensor:
     """Resize [N, C, *spatial] to `size` or by `scale_factor` (PyTorch's F.interpolate)."""
     op = "interpolate"
     if mode not in _MODES:
-        raise ShapeError(f"{op}: mode must be one of {', '.join(_MODES)}; got {mode!r} "
-                         "(bicubic is not available)")
+        raise ShapeError(f"{op}: mode must be one of {', '.join(_MODES)}; got {mode!r}",
+                         op=op)
     if antialias:
         raise ShapeError(f"{op}: antialias=True is not available")
     k = input.ndim - 2
@@ -100,18 +133,22 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
             return adaptive_avg_pool1d(input, out[0])
         if k == 2:
             return adaptive_avg_pool2d(input, out)
-        raise ShapeError(f"{op}: mode 'area' is available for 1-D and 2-D inputs")
     x = input
     for a in range(k):
         axis = 2 + a
         n, o = spatial[a], out[a]
         if n == o and need is None and scales[a] in (None, 1.0):
             continue
-        if need is None:  # nearest: pick source rows
+        if mode == "area":  # 3-D: average pooling is separable, one matrix per axis
+            m = _const(_area_matrix(o, n), x)
+        elif mode == "bicubic":
+            m = _const(_cubic_matrix(o, n, scales[a], bool(align_corners)), x)
+        elif need is None:  # nearest: pick source rows
             idx = np.minimum(_src(o, n, scales[a], False, mode), n - 1).astype(np.int64)
             x = x.index_select(axis, _index(idx, x))
             continue
-        m = _const(_linear_matrix(o, n, scales[a], bool(align_corners)), x)
+        else:
+            m = _const(_linear_matrix(o, n, scales[a], bool(align_corners)), x)
         if axis == x.ndim - 1:
             x = x @ m.mT
         else:

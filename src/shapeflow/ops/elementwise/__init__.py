@@ -194,3 +194,10 @@ from .closeness import *  # noqa: E402, F403
 
 METHODS = METHODS + _closeness.METHODS
 __all__ += _closeness.__all__
+
+# NumPy-style helpers: fmax, fmin, float_power, deg2rad, isin, signbit, ...
+from . import numeric as _numeric  # noqa: E402
+from .numeric import *  # noqa: E402, F403
+
+METHODS = METHODS + _numeric.METHODS
+__all__ += _numeric.__all__

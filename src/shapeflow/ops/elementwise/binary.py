@@ -298,8 +298,9 @@ def sub(a, b, alpha=1) -> Tensor:
     return _binary(Sub, None, RSubScalar, a, b)
 
 
-def rsub(a, b) -> Tensor:
-    return sub(b, a)
+def rsub(a, b, alpha=1) -> Tensor:
+    """b - alpha * a (sub with the operands swapped)."""
+    return sub(b, a, alpha)
 
 
 def mul(a, b) -> Tensor:

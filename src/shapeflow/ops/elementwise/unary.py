@@ -285,8 +285,17 @@ def ceil(x: Tensor) -> Tensor:
     return apply(Ceil(), x)
 
 
-def round(x: Tensor) -> Tensor:  # noqa: A001
-    return apply(Round(), x)
+def round(x: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001
+    """x rounded half to even, to `decimals` decimal places (negative: left of the point)."""
+    if decimals == 0:
+        return apply(Round(), x)
+    if not x.dtype.is_floating_point:  # PyTorch: no round kernel with decimals for ints
+        refuse_dtype("round", x)
+    # PyTorch's kernel: scale by 10**|decimals| in the input's dtype, round, scale back
+    scale = 10.0 ** (decimals if decimals > 0 else -decimals)  # abs() here is the op
+    if decimals > 0:
+        return apply(Round(), x * scale) / scale
+    return apply(Round(), x / scale) * scale
 
 
 def trunc(x: Tensor) -> Tensor:

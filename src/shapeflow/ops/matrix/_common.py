@@ -3,6 +3,8 @@ ops with several outputs packed into one tensor."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ... import dtypes as _dt
@@ -52,7 +54,8 @@ def singular(op: str):
 
 def pack(*arrays: np.ndarray, batch: tuple) -> np.ndarray:
     """Several outputs with the same batch dims as one array [*batch, total]."""
-    flat = [a.reshape(batch + (-1,)) for a in arrays]
+    # the tail size is spelled out: -1 cannot be inferred when a batch dim is 0
+    flat = [a.reshape(batch + (math.prod(a.shape[len(batch):]),)) for a in arrays]
     return np.concatenate(flat, axis=-1)
 
 
@@ -76,4 +79,5 @@ def split_grad(g: Tensor, shapes: list) -> list:
     parts = unpack(g, shapes)
     if g._data is None:
         return parts
-    return [None if not p._data.any() else p for p in parts]
+    # an empty part (a 0-size batch) stays a tensor: the formulas still need its shape
+    return [None if p._data.size and not p._data.any() else p for p in parts]

@@ -178,7 +178,7 @@ class SVD(Op):
         what = "the SVD did not converge"
         if not self.uv:
             s = lapack(self.name, what, np.linalg.svd, a, False, False)
-            return s.reshape(self.batch + (-1,)).astype(a.dtype, copy=False)
+            return s.reshape(self.batch + (self.mnk[2],)).astype(a.dtype, copy=False)
         u, s, vh = lapack(self.name, what, np.linalg.svd, a, self.full)
         return pack(u, s, vh, batch=self.batch).astype(a.dtype, copy=False)
 

@@ -98,3 +98,17 @@ from .diagonals import *  # noqa: E402, F403
 
 METHODS = METHODS + _arrange.METHODS + _diagonals.METHODS
 __all__ += _arrange.__all__ + _diagonals.__all__
+
+# NumPy-style stacking and splitting (hstack, tensor_split, atleast_2d, ravel, flipud...)
+from . import stacking as _stacking  # noqa: E402
+from .stacking import *  # noqa: E402, F403
+from .stacking import reshape_as  # noqa: E402, F401  (method only)
+
+METHODS = METHODS + _stacking.METHODS
+__all__ += _stacking.__all__
+
+# logspace, tril_indices, triu_indices: made from sizes, as PyTorch's factories
+from . import ranges as _ranges  # noqa: E402
+from .ranges import *  # noqa: E402, F403
+
+__all__ += _ranges.__all__

@@ -153,7 +153,8 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float, full: 
     """0.5 (log var + (input - target)^2 / var), var clamped to eps as PyTorch (grad passes)."""
     op = "gaussian_nll_loss"
     reduction = _reduction(op, None, None, reduction)
-    _check_pair(op, input, target)
+    # unlike mse_loss, PyTorch broadcasts input against target here, silently
+    broadcast_shapes(input.shape, target.shape, op, ("input", "target"))
     if not isinstance(var, Tensor):
         if var < 0:
             raise ShapeError(f"{op}: var has negative entry", op=op)
@@ -162,9 +163,9 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float, full: 
     if sv != si:
         if si[:-1] == sv:
             var = var.unsqueeze(-1)  # homoscedastic over the last dim
-        elif not (si[:-1] == sv[:-1] and sv[-1:] == (1,)):
+        elif not (len(si) == len(sv) and [b for a, b in zip(si, sv) if a != b] == [1]):
             raise ShapeRuntimeError(f"{op}: var {format_shape(sv)} does not fit input "
-                                    f"{format_shape(si)} (same shape, one dim fewer, or last "
+                                    f"{format_shape(si)} (same shape, one dim fewer, or one "
                                     "dim 1)", op=op, operands=[("input", describe(input)),
                                                                ("var", describe(var))])
     if var._data is not None and var.numel() and float(var._data.min()) < 0:

@@ -71,3 +71,10 @@ from .scans import cumprod_  # noqa: E402, F401  (method only)
 
 METHODS = METHODS + _scans.METHODS
 __all__ += _scans.__all__
+
+# order and NaN-aware statistics (median, quantile, mode, nansum, cov, ...)
+from . import nan_stats as _nan_stats  # noqa: E402
+from .nan_stats import *  # noqa: E402, F403
+
+METHODS = METHODS + _nan_stats.METHODS
+__all__ += _nan_stats.__all__

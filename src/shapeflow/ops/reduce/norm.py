@@ -81,8 +81,13 @@ def norm(x: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Ten
         x = x.to(dtype)
     if p == "fro" or p is None:
         p = 2
+    if p == "nuc":  # the sum of singular values over dim (all dims when None), as PyTorch
+        from ..matrix.norms import matrix_norm  # same layer; matrix imports this module
+
+        dims = tuple(range(x.ndim)) if dim is None else dim
+        return matrix_norm(x, "nuc", dims, keepdim)
     if isinstance(p, str):
-        raise ShapeError(f"norm: p={p!r} is not supported (use a number or 'fro')")
+        raise ShapeError(f"norm: p={p!r} is not supported (use a number, 'fro' or 'nuc')")
     if x.dtype.category != 2:
         _need_float("norm", x)
     if dim == ():
@@ -95,6 +100,6 @@ def norm(x: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Ten
         return sum(abs_(x), dim, keepdim)
     if p == 0:
         return sum(x != 0, dim, keepdim).to(x.dtype)
-    if p < 0:
-        raise ShapeError(f"norm: negative p={p} is not supported")
+    if p < 0:  # sum(|x|^p)^(1/p), as PyTorch's vector norm
+        return sum(abs_(x) ** p, dim, keepdim) ** (1.0 / p)
     return apply(VectorNorm(p, dim, keepdim), x)

@@ -211,6 +211,8 @@ def diff(x: Tensor, n: int = 1, dim: int = -1, prepend=None, append=None) -> Ten
     if n < 0:
         raise ShapeError(f"diff: order n must be non-negative, got {n}", op="diff")
     d = _one_dim(dim, x, "diff")
+    if n == 0:  # PyTorch returns the input unchanged, without prepend/append
+        return x
     parts = [p for p in (prepend, x, append) if p is not None]
     if len(parts) > 1:
         parts = [p if p.ndim == x.ndim else p.expand(

@@ -142,9 +142,12 @@ def mean(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
 def prod(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
     if _autocast_hot.on:  # sf.autocast: fp32
         x, = _autocast.fp32(x)
-    if dtype is not None:
-        x = x.to(dtype)
-    return apply(Prod(dim, keepdim), x)
+    if dtype is None:
+        return apply(Prod(dim, keepdim), x)
+    x = x.to(dtype)
+    out = apply(Prod(dim, keepdim), x)
+    # an explicit dtype is also the result's (bool and narrow ints would widen to int64)
+    return out if out.dtype is x.dtype else out.to(x.dtype)
 
 
 def logsumexp(x: Tensor, dim, keepdim: bool = False) -> Tensor:

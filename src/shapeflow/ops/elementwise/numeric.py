@@ -1,0 +1,127 @@
+"""NumPy-style numeric helpers: fmax, fmin (NaN-ignoring), float_power, deg2rad, rad2deg,
+sgn, positive; and the predicates isin, isneginf, isposinf, signbit.
+
+The differentiable ones are where, pow, mul and casts underneath (their gradients for free);
+the predicates give bool tensors and no gradient.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ... import dtypes as _dt
+from ...device import meta
+from ...errors import DTypeError
+from ...tensor import Tensor, describe
+from ..base import apply
+from ._common import _as_operand
+from .binary import mul, pow
+from .casts import cast
+from .compare import _predicate, ge, gt, isinf, isnan, le, logical_and, logical_or, lt, where
+from .unary import sign
+
+SignBit = _predicate("signbit", np.signbit)
+
+
+def _tensors(a, b, op: str) -> tuple[Tensor, Tensor]:
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        raise DTypeError(f"{op}: expected at least one tensor, got {type(a).__name__} and "
+                         f"{type(b).__name__}", op=op)
+    a = _as_operand(a, b if isinstance(b, Tensor) else None)
+    return a, _as_operand(b, a)
+
+
+def _nan_pick(a, b, op: str, keep_a) -> Tensor:
+    a, b = _tensors(a, b, op)
+    if a.dtype is _dt.bool_ or b.dtype is _dt.bool_:
+        raise DTypeError(f"{op}: not implemented for bool", op=op,
+                         operands=[("input", describe(a)), ("other", describe(b))])
+    dt = _dt.promote_types(a.dtype, b.dtype)
+    a, b = (t if t.dtype is dt else cast(t, dt) for t in (a, b))
+    # PyTorch's gradient: all of it to a where a wins, ties included, or b is NaN
+    return where(logical_or(keep_a(a, b), isnan(b)), a, b)
+
+
+def fmax(a: Tensor, b: Tensor) -> Tensor:
+    """The larger of a and b, elementwise; a NaN loses to a number (NaN only if both are)."""
+    return _nan_pick(a, b, "fmax", ge)
+
+
+def fmin(a: Tensor, b: Tensor) -> Tensor:
+    """The smaller of a and b, elementwise; a NaN loses to a number (NaN only if both are)."""
+    return _nan_pick(a, b, "fmin", le)
+
+
+def float_power(a, b) -> Tensor:
+    """a ** b computed in double precision (float64 result)."""
+    def double(t):
+        return t if not isinstance(t, Tensor) or t.dtype is _dt.float64 else cast(t, _dt.float64)
+
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        raise DTypeError("float_power: expected at least one tensor", op="float_power")
+    a, b = double(a), double(b)
+    return pow(a, float(b) if isinstance(b, (int, float)) else b) if isinstance(a, Tensor) \
+        else pow(float(a), b)
+
+
+def _to_float(x: Tensor) -> Tensor:
+    return x if x.dtype.is_floating_point else cast(x, _dt.get_default_dtype())
+
+
+def deg2rad(x: Tensor) -> Tensor:
+    """Degrees to radians, elementwise (integers become the default float dtype)."""
+    return mul(_to_float(x), math.pi / 180)
+
+
+def rad2deg(x: Tensor) -> Tensor:
+    """Radians to degrees, elementwise (integers become the default float dtype)."""
+    return mul(_to_float(x), 180 / math.pi)
+
+
+def sgn(x: Tensor) -> Tensor:
+    """sign(x) (for real tensors: -1, 0 or 1, and 0 for NaN as in PyTorch)."""
+    return where(isnan(x), 0, sign(x)) if x.dtype.is_floating_point else sign(x)
+
+
+def positive(x: Tensor) -> Tensor:
+    """x itself (unary +); an error for bool, as in PyTorch."""
+    if x.dtype is _dt.bool_:
+        raise DTypeError("positive: not supported for bool tensors", op="positive",
+                         operands=[("input", describe(x))], hint="use x itself")
+    return x
+
+
+def isneginf(x: Tensor) -> Tensor:
+    """Whether each element is -inf (bool)."""
+    return logical_and(isinf(x), lt(x, 0))
+
+
+def isposinf(x: Tensor) -> Tensor:
+    """Whether each element is +inf (bool)."""
+    return logical_and(isinf(x), gt(x, 0))
+
+
+def signbit(x: Tensor) -> Tensor:
+    """Whether each element's sign bit is set (true for -0.0 too; bool)."""
+    return apply(SignBit(), x)
+
+
+def isin(elements, test_elements, *, assume_unique: bool = False,
+         invert: bool = False) -> Tensor:
+    """Whether each of elements is among test_elements (bool, elements' shape)."""
+    if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
+        raise DTypeError("isin: expected at least one tensor", op="isin")
+    like = elements if isinstance(elements, Tensor) else test_elements
+    e = _as_operand(elements, like)
+    t = _as_operand(test_elements, like)
+    if e.device is meta or t.device is meta:
+        return Tensor._make(None, tuple(e.shape), _dt.bool_, meta)
+    out = np.isin(e._data, t._data, assume_unique=assume_unique, invert=invert)
+    return Tensor._make(np.asarray(out), tuple(e.shape), _dt.bool_, e.device)
+
+
+METHODS = ("fmax", "fmin", "float_power", "deg2rad", "rad2deg", "sgn", "positive", "isneginf",
+           "isposinf", "signbit", "isin")
+__all__ = list(METHODS)

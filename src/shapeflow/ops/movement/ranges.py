@@ -1,0 +1,48 @@
+"""Made-from-sizes tensors that PyTorch lists with its factories: logspace, tril_indices and
+triu_indices (the positions of a matrix's lower or upper triangle)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ... import dtypes as _dt
+from ...errors import DTypeError, ShapeRuntimeError
+from ...factories import _make
+from ...tensor import Tensor
+
+
+def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=None,
+             requires_grad: bool = False) -> Tensor:
+    """steps values base ** v for v evenly spaced from start to end."""
+    if steps < 0:
+        raise ShapeRuntimeError(f"logspace: number of steps must be non-negative, got {steps}",
+                                op="logspace")
+    if dtype is not None and _dt.get_dtype(dtype) is _dt.bool_:
+        raise DTypeError("logspace: not implemented for bool", op="logspace")
+    return _make(((steps,),), dtype, device, requires_grad, lambda s, d: np.power(
+        float(base), np.linspace(start, end, steps, dtype=np.float64)).astype(d))
+
+
+def _triangle(op: str, lower: bool, row: int, col: int, offset: int, dtype, device) -> Tensor:
+    if row < 0 or col < 0:
+        raise ShapeRuntimeError(f"{op}: row and col must be non-negative, got {row}, {col}",
+                                op=op)
+    dt = _dt.int64 if dtype is None else _dt.get_dtype(dtype)
+    if dt.category != 1 or dt is _dt.bool_:
+        raise DTypeError(f"{op}: dtype must be an integer dtype, got {dt}", op=op)
+    rows, cols = (np.tril_indices if lower else np.triu_indices)(row, offset, col)
+    return _make(((2, rows.size),), dt, device, False,
+                 lambda s, d: np.stack([rows, cols]).astype(d).reshape(s))
+
+
+def tril_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None) -> Tensor:
+    """[2, N]: the (row, col) positions on or below diagonal `offset` of a row x col matrix."""
+    return _triangle("tril_indices", True, row, col, offset, dtype, device)
+
+
+def triu_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None) -> Tensor:
+    """[2, N]: the (row, col) positions on or above diagonal `offset` of a row x col matrix."""
+    return _triangle("triu_indices", False, row, col, offset, dtype, device)
+
+
+__all__ = ["logspace", "tril_indices", "triu_indices"]
