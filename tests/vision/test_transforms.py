@@ -283,3 +283,12 @@ def test_vision_never_imports_torch_and_names_pillow_when_missing():
             ".zeros(3, 2, 2)]))\nexcept ImportError as e:\n    print(type(e).__name__, e)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert "MissingPillowError" in out.stdout and "pip install pillow" in out.stdout, out
+
+
+@pytest.mark.parametrize("size", [0, -1, (4, 0), (-2, 3)])
+def test_resize_to_a_size_below_one_raises_as_torchvision(size):
+    with pytest.raises(RuntimeError, match="greater than 0"):
+        tv.transforms.Resize(size)(torch.zeros(3, 4, 4))
+    with pytest.raises(sf.ShapeError, match="greater than 0") as e:
+        T.Resize(size)(sf.zeros(3, 4, 4))
+    assert isinstance(e.value, RuntimeError)

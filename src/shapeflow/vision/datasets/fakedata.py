@@ -29,11 +29,7 @@ class FakeData(VisionDataset):
         rng = Generator().manual_seed(index + self.random_offset).rng
         img = to_pil_image(wrap(rng.random(self.image_size, dtype="float32")))
         target = int(rng.integers(0, self.num_classes))
-        if self.transform is not None:
-            img = self.transform(img)
-        if self.target_transform is not None:
-            target = self.target_transform(target)
-        return img, target
+        return self._transformed(img, target)
 
     def __len__(self) -> int:
         return self.size

@@ -123,11 +123,7 @@ class MNIST(VisionDataset):
 
     def __getitem__(self, index: int):
         img, target = pil().fromarray(self._images[index]), int(self._labels[index])
-        if self.transform is not None:
-            img = self.transform(img)
-        if self.target_transform is not None:
-            target = self.target_transform(target)
-        return img, target
+        return self._transformed(img, target)
 
     def __len__(self) -> int:
         return len(self._images)

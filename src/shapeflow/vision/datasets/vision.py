@@ -53,6 +53,14 @@ class VisionDataset(Dataset):
     def __getitem__(self, index: int):
         raise NotImplementedError
 
+    def _transformed(self, img, target):
+        """(img, target) through transform and target_transform, read now (users swap them)."""
+        if self.transform is not None:
+            img = self.transform(img)
+        if self.target_transform is not None:
+            target = self.target_transform(target)
+        return img, target
+
     def __len__(self) -> int:
         raise NotImplementedError
 

@@ -13,7 +13,7 @@ from enum import Enum
 import numpy as np
 
 from ...dtypes import get_dtype
-from ...errors import DTypeError, ShapeError
+from ...errors import DTypeError, ShapeError, ShapeRuntimeError
 from ...tensor import Tensor
 from .._image import array, check_image, is_pil, is_tensor, max_value, pil, wrap
 
@@ -193,9 +193,10 @@ def _output_size(h: int, w: int, size, max_size) -> list[int]:
         size = [size]
     size = list(size)
     if len(size) == 2:
-        return [size[0], size[1]]
+        return _positive_size(h, w, [size[0], size[1]])
     if len(size) != 1:
         raise ShapeError(f"resize: size should be an int or 1 or 2 ints, got {size}", op="resize")
+    _positive_size(h, w, [size[0], size[0]])
     short, long = (w, h) if w <= h else (h, w)
     new_short, new_long = size[0], int(size[0] * long / short)
     if max_size is not None:
@@ -206,6 +207,16 @@ def _output_size(h: int, w: int, size, max_size) -> list[int]:
             new_short, new_long = int(max_size * new_short / new_long), max_size
     new_w, new_h = (new_short, new_long) if w <= h else (new_long, new_short)
     return [new_h, new_w]
+
+
+def _positive_size(h: int, w: int, out: list[int]) -> list[int]:
+    """out, after torch's check that both sizes are positive (a 0 or -1 is a mistake)."""
+    if min(h, w, *out) <= 0:
+        raise ShapeRuntimeError(
+            f"resize: Input and output sizes should be greater than 0, but got input (H: {h}, "
+            f"W: {w}) output (H: {out[0]}, W: {out[1]})", op="resize",
+            hint="size is the output's (h, w), or its smaller edge: positive ints")
+    return out
 
 
 def _aa_filter(mode: str):
