@@ -563,7 +563,6 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
     return out
 
 
-# ops.movement.stack, bound by _methods.py: stack is an op, and ops sit above this file
 # factories.from_tensor_list, installed by factories (a layer above this file)
 _from_tensor_list = None
 

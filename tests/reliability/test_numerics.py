@@ -174,3 +174,23 @@ def test_grad_scaler_scale_dtype(dtype, shape):
     assert str(out.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
     assert tuple(out.shape) == tuple(want.shape)
     np.testing.assert_array_equal(out.float().numpy(), want.float().numpy())  # 32768 in fp16
+
+
+# ---- a 16-bit tensor times a 0-d float32 one: the scalar stays float32 ----------------------
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("c", [65536.0, 1e-5, 3.3, 7])
+@pytest.mark.parametrize("scalar_dtype", [None, "float64", "int64"])
+@pytest.mark.parametrize("op", ["x * c", "x / c", "c * x", "c / x"])
+def test_half_tensor_with_a_0d_tensor_as_pytorch(dtype, c, scalar_dtype, op):
+    # PyTorch keeps a 0-d second operand of mul/div in float32 (65536 would be fp16's inf);
+    # a 0-d first operand is rounded to the 16-bit dtype first
+    values = [0.5, 1e-3, 3.0]
+    got, want = [], []
+    for m, out in ((sf, got), (torch, want)):
+        x = m.tensor(values, dtype=getattr(m, dtype))
+        c_ = m.tensor(c, dtype=getattr(m, scalar_dtype) if scalar_dtype else None)
+        with np.errstate(all="ignore"):
+            r = eval(op, {"x": x, "c": c_})
+        out += [str(r.dtype).split(".")[-1], r.float().tolist()]
+    assert got == want

@@ -84,10 +84,8 @@ class GradScaler:
 
         def apply(v):
             if isinstance(v, Tensor):
-                # as PyTorch's 0-d float32 scale: a 0-d float16 loss becomes float32, other
-                # outputs keep dtype and shape, the product rounded once (0.5 * 2^16 fits fp16)
-                if v.ndim and v.dtype.itemsize == 2:
-                    return (v.float() * scale).to(v.dtype)
+                # PyTorch's 0-d float32 scale: a 0-d float16 loss becomes float32, other
+                # outputs keep dtype and shape (the product in float32: 0.5 * 2^16 fits fp16)
                 return v * full((), scale, dtype=_dt.float32, device=v.device)
             if isinstance(v, (list, tuple)):
                 return type(v)(apply(x) for x in v)

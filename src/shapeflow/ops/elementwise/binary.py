@@ -64,10 +64,17 @@ class Binary(Op):
         return shape, dt
 
     rounds_once = False  # bfloat16 values: computed in float32 and rounded, as ml_dtypes does
+    # mul and div: a wider 0-d second operand of a 16-bit float one stays float32, as
+    # PyTorch's cpu scalars (x * 2**16 is x times 65536, not times float16's inf); a 0-d
+    # first operand is rounded to the 16-bit dtype first, as in PyTorch
+    opmath_scalar = False
 
     def forward(self, a, b):
         if self.cast:
             npd = self.compute.np
+            if self.opmath_scalar and npd.itemsize == 2 and npd.kind == "f" and (
+                    b.ndim == 0 and b.dtype != npd and a.ndim):
+                return _with_float32_scalar(self.fn, a, b, npd)
             if a.dtype != npd:
                 a = _converted(a, npd)
             if b.dtype != npd:
@@ -77,6 +84,13 @@ class Binary(Op):
             if kernels.bf16_binary(self.fn, a, b, out):
                 return out
         return self.fn(a, b)
+
+
+def _with_float32_scalar(fn, a: np.ndarray, b: np.ndarray, npd) -> np.ndarray:
+    """fn of a 16-bit float array a and a 0-d b kept in float32, rounded once to npd."""
+    a, b = kernels.widen(a.astype(npd, copy=False)), b.astype(np.float32)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        return kernels.narrow(np.asarray(fn(a, b)), npd)
 
 
 def _converted(x: np.ndarray, npd) -> np.ndarray:
@@ -143,6 +157,7 @@ class Sub(Binary):
 class Mul(Binary):
     name = "mul"
     rounds_once = True
+    opmath_scalar = True
     fn = staticmethod(np.multiply)
 
     def saved(self, a, b, out):
@@ -164,6 +179,7 @@ _KEEP_X1_X0, _KEEP_X1, _KEEP_X0 = (X1, X0), (X1,), (X0,)
 class Div(Binary):
     name = "div"
     rounds_once = True
+    opmath_scalar = True
     fn = staticmethod(np.true_divide)
 
     def infer(self, a, b):
