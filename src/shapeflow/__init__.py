@@ -44,6 +44,8 @@ from .backend.threads import (get_num_interop_threads, get_num_threads,
                               set_num_interop_threads, set_num_threads)
 from .inspect.summary import summary
 from .tensor import Tensor, as_tensor, from_numpy, tensor
+from .special import i0, polygamma
+from .special import gammainc as igamma, gammaincc as igammac, multigammaln as mvlgamma
 from .amp.autocast_mode import (
     autocast, clear_autocast_cache, get_autocast_cpu_dtype, get_autocast_dtype,
     is_autocast_cache_enabled, is_autocast_cpu_enabled, is_autocast_enabled,

@@ -201,8 +201,19 @@ def _attach_tensor_methods() -> None:
         setattr(Tensor, fn.__name__, fn)
 
 
+def _attach_special_methods() -> None:
+    """torch.special's functions that torch.Tensor also has as methods, under their names."""
+    from . import special
+
+    Tensor.i0 = special.i0
+    Tensor.igamma, Tensor.igammac = special.gammainc, special.gammaincc
+    Tensor.polygamma = lambda self, n: special.polygamma(n, self)
+    Tensor.mvlgamma = lambda self, p: special.multigammaln(self, p)
+
+
 _attach_methods()
 _attach_operators()
 _attach_tensor_methods()
+_attach_special_methods()
 tensor_compat.attach()
 dlpack.attach()

@@ -184,3 +184,29 @@ def test_linalg_zero_size_batches(name):
         sum(o.sum() for o in so).backward()
         sum(o.sum() for o in to).backward()
         _same(s.grad, t.grad)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_sign_of_nan_is_zero(dtype):
+    a = np.array([np.nan, -2.0, 0.0, 3.0, -np.inf], dtype=dtype)
+    _same(sf.sign(sf.tensor(a)), torch.sign(torch.tensor(a)))
+
+
+_SPECIAL_ALIASES = [
+    ("i0", lambda m, x: m.i0(x)),
+    ("polygamma", lambda m, x: m.polygamma(2, x)),
+    ("mvlgamma", lambda m, x: m.mvlgamma(x + 1, 3)),
+    ("igamma", lambda m, x: m.igamma(x, x + 0.5)),
+    ("igammac", lambda m, x: m.igammac(x, x + 0.5)),
+    ("i0 method", lambda m, x: x.i0()),
+    ("polygamma method", lambda m, x: x.polygamma(1)),
+    ("mvlgamma method", lambda m, x: (x + 1).mvlgamma(2)),
+    ("igamma method", lambda m, x: x.igamma(x * 2)),
+]
+
+
+@pytest.mark.parametrize("name,call", _SPECIAL_ALIASES, ids=[n for n, _ in _SPECIAL_ALIASES])
+def test_top_level_special_names(name, call):
+    """torch.i0 / polygamma / mvlgamma / igamma / igammac and their Tensor methods."""
+    a = np.array([0.3, 1.0, 2.5, 4.0])
+    _same(call(sf, sf.tensor(a)), call(torch, torch.tensor(a)))

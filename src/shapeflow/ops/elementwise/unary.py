@@ -72,7 +72,12 @@ class Sign(Op):
         return x.shape, x.dtype
 
     def forward(self, x):
-        return x.copy() if x.dtype == np.bool_ else np.sign(x)
+        if x.dtype == np.bool_:
+            return x.copy()
+        out = np.sign(x)
+        if out.dtype.kind == "f":  # PyTorch: sign(nan) is 0
+            np.copyto(out, 0, where=np.isnan(out))
+        return out
 
     def backward(self, g):
         from ...factories import zeros_like
