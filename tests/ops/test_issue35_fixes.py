@@ -210,3 +210,11 @@ def test_top_level_special_names(name, call):
     """torch.i0 / polygamma / mvlgamma / igamma / igammac and their Tensor methods."""
     a = np.array([0.3, 1.0, 2.5, 4.0])
     _same(call(sf, sf.tensor(a)), call(torch, torch.tensor(a)))
+
+
+def test_sign_of_a_0d_tensor_and_its_users():
+    """sign on 0-d data (l1_loss's backward calls it on a 0-d difference)."""
+    _same(sf.sign(sf.tensor(float("nan"))), torch.sign(torch.tensor(float("nan"))))
+    s, t = _pair(np.array(1.5))
+    _grads_match(F.l1_loss(s, sf.tensor(0.5, dtype=sf.float64)),
+                 torch.nn.functional.l1_loss(t, torch.tensor(0.5, dtype=torch.float64)), [s], [t])

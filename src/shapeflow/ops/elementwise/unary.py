@@ -76,7 +76,7 @@ class Sign(Op):
             return x.copy()
         out = np.sign(x)
         if out.dtype.kind == "f":  # PyTorch: sign(nan) is 0
-            np.copyto(out, 0, where=np.isnan(out))
+            out = np.where(np.isnan(out), out.dtype.type(0), out)
         return out
 
     def backward(self, g):
