@@ -33,7 +33,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("autograd", ("autograd",)),  # the engine and gradcheck: nodes and Tensor methods, no op
     ("ops", ("ops",)),  # ops make Tensors and record nodes (ops/base.py imports autograd)
     ("methods, checkpointing", ("_methods", "tensor_compat", "recompute", "linalg",  # run ops
-                                "special", "autograd.function", "autograd.functional", "dlpack")),
+                                "special", "signal", "autograd.function", "autograd.functional",
+                                "dlpack")),
     # Module.__call__ runs through inspect/trace.py (module paths and shape chains for
     # every error), so that file is nn's, though it lives in inspect/
     ("nn, optim, data", ("nn", "optim", "data", "inspect.trace", "distributed", "utils",
@@ -45,8 +46,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                  "ext")),
     # quant's modules are nn Modules, its checkpoints go through io, and its report
     # (quant.report) reads inspect: it sits with io
+    # serving runs models and loads their checkpoints; the cli starts it
     ("models, io, cli", ("models", "io", "cli", "__main__", "_docs", "quant", "onnx",
-                         "serialization", "")),
+                         "serialization", "serve", "")),
     # torchvision's counterpart: transforms and datasets on data, models on nn
     ("vision", ("vision",)),
 )

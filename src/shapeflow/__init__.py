@@ -18,6 +18,7 @@ from .factories import (
     arange, empty, empty_like, eye, full, full_like, linspace, ones, ones_like, rand, rand_like,
     randint, randn, randn_like, randperm, zeros, zeros_like,
 )
+from .factories import layout, strided
 from .ops.elementwise import *  # noqa: F403
 from .ops.linalg import *  # noqa: F403
 from .ops.indexing import *  # noqa: F403
@@ -74,12 +75,14 @@ _LAZY = {
     "accelerator": ".accelerator", "compat": ".compat",
     "utils": ".utils", "distributions": ".distributions", "quant": ".quant", "amp": ".amp",
     "serialization": ".serialization",
-    "special": ".special",
+    "special": ".special", "serve": ".serve", "signal": ".signal",
 }
 _LAZY_ATTRS = {"graph": ".inspect.graph", "Graph": ".inspect.graph"}  # subprocess: not at import
 _LAZY_ATTRS["GradScaler"] = ".amp.grad_scaler"  # (torch.GradScaler) first used, then imported
 _LAZY_ATTRS.update(dict.fromkeys(
     ("set_float32_matmul_precision", "get_float32_matmul_precision"), ".backends"))
+_LAZY_ATTRS.update(dict.fromkeys(("hann_window", "hamming_window", "blackman_window",
+                                  "bartlett_window", "kaiser_window"), ".signal.windows"))
 _LAZY_ATTRS.update(dict.fromkeys(("memory_format", "preserve_format", "contiguous_format",
                                   "channels_last", "channels_last_3d"), ".tensor_compat"))
 

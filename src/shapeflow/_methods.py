@@ -77,12 +77,27 @@ def _inplace_method(name: str, fn):
     return method
 
 
+def _matrix_transpose(t: Tensor, name: str, batched: bool) -> Tensor:
+    """t.mT / t.H / t.mH: the last two dims swapped; 0-d as is (as PyTorch's H and mH)."""
+    from .errors import ShapeRuntimeError
+
+    if t.ndim == 0 and name != "mT":
+        return t
+    if t.ndim < 2 or (not batched and t.ndim != 2):
+        what = "matrices or batches of matrices" if batched else "matrices (2-D tensors)"
+        raise ShapeRuntimeError(f"tensor.{name} is only supported on {what}. Got {t.ndim}-D "
+                                "tensor.", op=name, hint="for batches of matrices use .mH"
+                                if name == "H" else None)
+    return movement.transpose(t, -2, -1)
+
+
 def _attach_operators() -> None:
     T = Tensor
     T.__add__ = T.__radd__ = _operator(E.Add, E.add)
     T.__sub__, T.__rsub__ = _operator(E.Sub, E.sub), _swap(E.sub)
     T.__mul__ = T.__rmul__ = _operator(E.Mul, E.mul)
     T.__truediv__, T.__rtruediv__ = _operator(E.Div, E.div), _swap(E.div)
+    T.__rdiv__ = T.__rtruediv__  # PyTorch keeps Python 2's name
     T.__floordiv__, T.__rfloordiv__ = E.floor_divide, _swap(E.floor_divide)
     T.__mod__, T.__rmod__ = E.remainder, _swap(E.remainder)
     T.__pow__, T.__rpow__ = E.pow, _swap(E.pow)
@@ -101,7 +116,10 @@ def _attach_operators() -> None:
     T.__invert__ = E.invert
     T.__hash__ = lambda self: id(self)
     T.T = property(lambda self: movement.permute(self, tuple(range(self.ndim))[::-1]))
-    T.mT = property(lambda self: movement.transpose(self, -2, -1))
+    T.mT = property(lambda self: _matrix_transpose(self, "mT", True))
+    # real tensors only: the conjugate transposes are the transposes
+    T.H = property(lambda self: _matrix_transpose(self, "H", False))
+    T.mH = property(lambda self: _matrix_transpose(self, "mH", True))
     T.zero_, T.fill_, T.copy_ = I.zero_, I.fill_, I.copy_
     for name, fn in [("add_", E.add), ("sub_", E.sub), ("mul_", E.mul), ("div_", E.div),
                      ("pow_", E.pow), ("clamp_", E.clamp), ("exp_", E.exp), ("neg_", E.neg),
@@ -196,8 +214,18 @@ def new_empty(self, *size, dtype=None, device=None, requires_grad: bool = False)
                            requires_grad=requires_grad)
 
 
+def new_empty_strided(self, size, stride, *, dtype=None, device=None,
+                      requires_grad: bool = False) -> Tensor:
+    """Uninitialised values of `size` (row-major: stride sets no layout); dtype and device
+    default to self's."""
+    from .ops.movement import empty_strided
+
+    return empty_strided(size, stride, dtype=_or(dtype, self.dtype),
+                         device=_or(device, self.device), requires_grad=requires_grad)
+
+
 def _attach_tensor_methods() -> None:
-    for fn in (to, backward, new_zeros, new_ones, new_full, new_empty):
+    for fn in (to, backward, new_zeros, new_ones, new_full, new_empty, new_empty_strided):
         setattr(Tensor, fn.__name__, fn)
 
 

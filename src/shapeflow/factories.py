@@ -45,6 +45,34 @@ def _is_size(s) -> bool:
     return is_symbolic(s)
 
 
+class layout:  # noqa: N801  (PyTorch's name: torch.layout)
+    """A tensor layout; shapeflow has one, `sf.strided` (dense arrays), as torch.strided."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"shapeflow.{self.name}"
+
+    def __reduce__(self) -> str:
+        return self.name  # pickles as the module-level instance
+
+
+strided = layout("strided")
+
+
+def check_layout(value, op: str) -> None:
+    """layout= as factories take it: None or sf.strided (torch.strided too, as ported code
+    passes it along); sparse layouts do not exist here."""
+    if value is not None and value is not strided and str(value) != "torch.strided":
+        from .errors import ArgumentError
+
+        raise ArgumentError(f"{op}: shapeflow tensors are dense: layout must be sf.strided or "
+                            f"None, got {value!r}", op=op)
+
+
 def _make(size, dtype, device, requires_grad, fill):
     """A tensor of `size` whose data `fill(shape, np_dtype)` makes on the host, then moves to
     the device (not called where the device does not compute: meta).
@@ -100,19 +128,24 @@ def allocation_error(op: str, shape, dtype, device, what: str = "the output") ->
              "meta device: device='meta' allocates nothing")
 
 
-def zeros(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def zeros(*size, dtype=None, device=None, requires_grad: bool = False, layout=None) -> Tensor:
+    check_layout(layout, "zeros")
     return _make(size, dtype, device, requires_grad, lambda s, d: np.zeros(s, d))
 
 
-def ones(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def ones(*size, dtype=None, device=None, requires_grad: bool = False, layout=None) -> Tensor:
+    check_layout(layout, "ones")
     return _make(size, dtype, device, requires_grad, lambda s, d: np.ones(s, d))
 
 
-def empty(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def empty(*size, dtype=None, device=None, requires_grad: bool = False, layout=None) -> Tensor:
+    check_layout(layout, "empty")
     return _make(size, dtype, device, requires_grad, lambda s, d: np.empty(s, d))
 
 
-def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False,
+         layout=None) -> Tensor:
+    check_layout(layout, "full")
     if dtype is None:
         dtype = _dt.result_type(fill_value)
     return _make((size,), dtype, device, requires_grad, lambda s, d: np.full(s, fill_value, d))
@@ -125,37 +158,46 @@ def _like(t: Tensor, dtype, device):
     return t.shape, t.dtype if dtype is None else dtype, t.device if device is None else device
 
 
-def zeros_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def zeros_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False,
+               layout=None) -> Tensor:
+    check_layout(layout, "zeros_like")
     s, d, dev = _like(t, dtype, device)
     return zeros(s, dtype=d, device=dev, requires_grad=requires_grad)
 
 
-def ones_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def ones_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False,
+              layout=None) -> Tensor:
+    check_layout(layout, "ones_like")
     s, d, dev = _like(t, dtype, device)
     return ones(s, dtype=d, device=dev, requires_grad=requires_grad)
 
 
-def empty_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def empty_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False,
+               layout=None) -> Tensor:
+    check_layout(layout, "empty_like")
     s, d, dev = _like(t, dtype, device)
     return empty(s, dtype=d, device=dev, requires_grad=requires_grad)
 
 
 def full_like(t: Tensor, fill_value, dtype=None, device=None,
-              requires_grad: bool = False) -> Tensor:
+              requires_grad: bool = False, layout=None) -> Tensor:
+    check_layout(layout, "full_like")
     s, d, dev = _like(t, dtype, device)
     return full(s, fill_value, dtype=d, device=dev, requires_grad=requires_grad)
 
 
 def rand(*size, generator: Generator | None = None, dtype=None, device=None,
-         requires_grad: bool = False) -> Tensor:
+         requires_grad: bool = False, layout=None) -> Tensor:
     """Uniform on [0, 1)."""
+    check_layout(layout, "rand")
     rng = get_rng(generator)
     return _make(size, dtype, device, requires_grad, lambda s, d: _random(rng.random, s, d))
 
 
 def randn(*size, generator: Generator | None = None, dtype=None, device=None,
-          requires_grad: bool = False) -> Tensor:
+          requires_grad: bool = False, layout=None) -> Tensor:
     """Standard normal."""
+    check_layout(layout, "randn")
     rng = get_rng(generator)
     return _make(size, dtype, device, requires_grad,
                  lambda s, d: _random(rng.standard_normal, s, d))
@@ -169,19 +211,22 @@ def _random(fn, shape, np_dtype):
     return fn(shape, dtype=np.float32).astype(np_dtype)
 
 
-def rand_like(t: Tensor, dtype=None, device=None, generator=None) -> Tensor:
+def rand_like(t: Tensor, dtype=None, device=None, generator=None, layout=None) -> Tensor:
+    check_layout(layout, "rand_like")
     s, d, dev = _like(t, dtype, device)
     return rand(s, dtype=d, device=dev, generator=generator)
 
 
-def randn_like(t: Tensor, dtype=None, device=None, generator=None) -> Tensor:
+def randn_like(t: Tensor, dtype=None, device=None, generator=None, layout=None) -> Tensor:
+    check_layout(layout, "randn_like")
     s, d, dev = _like(t, dtype, device)
     return randn(s, dtype=d, device=dev, generator=generator)
 
 
 def randint(low, high=None, size=None, generator: Generator | None = None, dtype=None,
-            device=None) -> Tensor:
+            device=None, layout=None) -> Tensor:
     """Integers in [low, high) (as `torch.randint(low=0, high, size)`)."""
+    check_layout(layout, "randint")
     if size is None:
         if isinstance(high, (tuple, list)):
             low, high, size = 0, low, high
@@ -197,7 +242,9 @@ def randint(low, high=None, size=None, generator: Generator | None = None, dtype
                  lambda s, d: rng.integers(low, high, size=s).astype(d, copy=False))
 
 
-def randperm(n: int, generator: Generator | None = None, dtype=None, device=None) -> Tensor:
+def randperm(n: int, generator: Generator | None = None, dtype=None, device=None,
+             layout=None) -> Tensor:
+    check_layout(layout, "randperm")
     rng = get_rng(generator)
     dtype = _dt.default_int if dtype is None else dtype
     return _make(((n,),), dtype, device, False,
@@ -205,7 +252,8 @@ def randperm(n: int, generator: Generator | None = None, dtype=None, device=None
 
 
 def arange(start, end=None, step=1, dtype=None, device=None,
-           requires_grad: bool = False) -> Tensor:
+           requires_grad: bool = False, layout=None) -> Tensor:
+    check_layout(layout, "arange")
     if end is None:
         start, end = 0, start
     if step == 0:
@@ -265,7 +313,8 @@ def _symbolic_arange(start, end, step, dtype, device, requires_grad) -> Tensor:
 
 
 def linspace(start, end, steps: int, dtype=None, device=None,
-             requires_grad: bool = False) -> Tensor:
+             requires_grad: bool = False, layout=None) -> Tensor:
+    check_layout(layout, "linspace")
     if steps < 0:
         raise ShapeRuntimeError(f"linspace: number of steps must be non-negative, got {steps}",
                                 op="linspace")
@@ -279,7 +328,8 @@ def linspace(start, end, steps: int, dtype=None, device=None,
 
 
 def eye(n: int, m: int | None = None, dtype=None, device=None,
-        requires_grad: bool = False) -> Tensor:
+        requires_grad: bool = False, layout=None) -> Tensor:
+    check_layout(layout, "eye")
     m = n if m is None else m
     return _make(((n, m),), dtype, device, requires_grad, lambda s, d: np.eye(n, m, dtype=d))
 

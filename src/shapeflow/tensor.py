@@ -304,26 +304,35 @@ class Tensor:
         self.register_hook(keep)
 
     # ---- conversion --------------------------------------------------------------------
-    def float(self) -> Tensor:
-        return self.to(_dt.float32)
+    def float(self, memory_format=None) -> Tensor:
+        return self.to(_dt.float32, memory_format=memory_format)
 
-    def double(self) -> Tensor:
-        return self.to(_dt.float64)
+    def double(self, memory_format=None) -> Tensor:
+        return self.to(_dt.float64, memory_format=memory_format)
 
-    def half(self) -> Tensor:
-        return self.to(_dt.float16)
+    def half(self, memory_format=None) -> Tensor:
+        return self.to(_dt.float16, memory_format=memory_format)
 
-    def bfloat16(self) -> Tensor:
-        return self.to(_dt.bfloat16)
+    def bfloat16(self, memory_format=None) -> Tensor:
+        return self.to(_dt.bfloat16, memory_format=memory_format)
 
-    def long(self) -> Tensor:
-        return self.to(_dt.int64)
+    def long(self, memory_format=None) -> Tensor:
+        return self.to(_dt.int64, memory_format=memory_format)
 
-    def int(self) -> Tensor:
-        return self.to(_dt.int32)
+    def int(self, memory_format=None) -> Tensor:
+        return self.to(_dt.int32, memory_format=memory_format)
 
-    def bool(self) -> Tensor:
-        return self.to(_dt.bool_)
+    def short(self, memory_format=None) -> Tensor:
+        return self.to(_dt.int16, memory_format=memory_format)
+
+    def char(self, memory_format=None) -> Tensor:
+        return self.to(_dt.int8, memory_format=memory_format)
+
+    def byte(self, memory_format=None) -> Tensor:
+        return self.to(_dt.uint8, memory_format=memory_format)
+
+    def bool(self, memory_format=None) -> Tensor:
+        return self.to(_dt.bool_, memory_format=memory_format)
 
     def cpu(self) -> Tensor:
         return self.to("cpu")

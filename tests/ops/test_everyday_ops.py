@@ -238,7 +238,6 @@ def test_tensor_methods_are_the_functions():
     (lambda: sf.fliplr(sf.tensor(V)), sf.ShapeError, "fliplr"),
     (lambda: sf.hstack([]), sf.ShapeError, "non-empty"),
     (lambda: sf.positive(sf.tensor([True])), sf.DTypeError, "bool"),
-    (lambda: sf.fmax(sf.tensor([True]), sf.tensor([False])), sf.DTypeError, "bool"),
     (lambda: sf.tril_indices(3, 3, dtype=sf.float32), sf.DTypeError, "integer dtype"),
 ])
 def test_bad_input_raises_shapeflow_errors(call, error, match):

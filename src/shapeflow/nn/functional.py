@@ -60,11 +60,13 @@ from ..ops.nn.activations_extra import (
     mish,
     prelu,
     relu6,
+    rrelu,
     selu,
     softmin,
     softshrink,
     softsign,
     tanhshrink,
+    threshold,
 )
 from ..ops.nn.dropout import (
     alpha_dropout,
@@ -73,6 +75,7 @@ from ..ops.nn.dropout import (
     dropout3d,
     feature_alpha_dropout,
 )
+from ..ops.nn.feature_mixing import bilinear, channel_shuffle
 from ..ops.nn.loss_extra import (
     cosine_embedding_loss,
     cosine_similarity,
@@ -85,6 +88,7 @@ from ..ops.nn.loss_extra import (
     smooth_l1_loss,
     soft_margin_loss,
 )
+from ..ops.reduce.distances import pdist
 from ..tensor import Tensor
 from .local_response_norm import local_response_norm
 
@@ -108,6 +112,16 @@ def upsample(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",
              align_corners: bool | None = None) -> Tensor:
     """The older name of interpolate (PyTorch keeps it, deprecated)."""
     return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input: Tensor, size=None, scale_factor=None) -> Tensor:
+    """The older name of interpolate(mode="nearest") (PyTorch keeps it, deprecated)."""
+    return interpolate(input, size, scale_factor, "nearest")
+
+
+def upsample_bilinear(input: Tensor, size=None, scale_factor=None) -> Tensor:
+    """The older name of interpolate(mode="bilinear", align_corners=True) (deprecated)."""
+    return interpolate(input, size, scale_factor, "bilinear", True)
 
 
 def pad(input: Tensor, pad, mode: str = "constant", value=None) -> Tensor:
@@ -138,7 +152,8 @@ __all__ = [
     "smooth_l1_loss", "huber_loss", "kl_div", "margin_ranking_loss", "soft_margin_loss",
     "cosine_embedding_loss", "gaussian_nll_loss", "poisson_nll_loss", "cosine_similarity",
     "pairwise_distance", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
-    "feature_alpha_dropout",
+    "feature_alpha_dropout", "threshold", "bilinear", "channel_shuffle", "pdist",
+    "upsample_nearest", "upsample_bilinear", "rrelu",
 ]
 
 

@@ -191,8 +191,11 @@ class Normal(Op):
 
 
 def normal(mean, std=1.0, size=None, *, generator: Generator | None = None, dtype=None,
-           device=None, requires_grad: bool = False) -> Tensor:
+           device=None, requires_grad: bool = False, layout=None) -> Tensor:
     """N(mean, std^2): mean and/or std tensors (broadcast), or two numbers and a size."""
+    from ..factories import check_layout
+
+    check_layout(layout, "normal")
     rng = get_rng(generator)
     mt, st = isinstance(mean, Tensor), isinstance(std, Tensor)
     if mt and st:

@@ -20,6 +20,7 @@ from . import autocast as _autocast
 from .base import OUT, X0, X1, X2, Op, Saved, apply
 from .inplace import inplace_method as _inplace
 from .movement import IndexAdd, gather, index_add, index_select, scatter_add
+from .movement import put as _put
 from .movement import scatter as _scatter
 from .movement.dim_index import _check_bounds
 from .movement.gather_scatter import Scatter, ScatterAdd, _pad_to, _scatter_coords
@@ -291,6 +292,34 @@ def index_fill(x: Tensor, dim: int, index: Tensor, value) -> Tensor:
     return apply(IndexFill(dim, value), x, index)
 
 
+def index_reduce(x: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *,
+                 include_self: bool = True) -> Tensor:
+    """x with source's slices reduced (prod, mean, amax, amin) into the positions index names
+    along dim: scatter_reduce with index spread over source's other dims (its gradients)."""
+    from ..shape import normalize_dim
+
+    _check_reduce("index_reduce", reduce, ("prod", "mean", "amax", "amin"))
+    if index.ndim > 1:
+        raise ShapeError(f"index_reduce: index must be a vector, got {describe(index)}",
+                         op="index_reduce", operands=[("index", describe(index))])
+    d = normalize_dim(dim, max(x.ndim, 1), "index_reduce")
+    n = index.shape[0] if index.ndim else 1
+    if source.ndim != x.ndim or (source.ndim and source.shape[d] != n) or any(
+            source.shape[i] != x.shape[i] for i in range(x.ndim) if i != d):
+        raise ShapeError(f"index_reduce: source must have input's shape except along dim {dim}, "
+                         f"where it needs index's {n} entries", op="index_reduce",
+                         operands=[("input", describe(x)), ("index", describe(index)),
+                                   ("source", describe(source))])
+    if source.ndim == 0:
+        spread = index.reshape(())
+    else:
+        view = tuple(n if i == d else 1 for i in range(source.ndim))
+        spread = index.reshape(view).expand(tuple(source.shape))
+    if source.dtype is not x.dtype:
+        source = source.to(x.dtype)
+    return scatter_reduce(x, d, spread, source, reduce, include_self=include_self)
+
+
 # ---- in place -------------------------------------------------------------------------------
 
 scatter_ = _inplace("scatter_", scatter)
@@ -299,7 +328,10 @@ scatter_reduce_ = _inplace("scatter_reduce_", scatter_reduce)
 index_add_ = _inplace("index_add_", index_add)
 index_copy_ = _inplace("index_copy_", index_copy)
 index_fill_ = _inplace("index_fill_", index_fill)
+index_reduce_ = _inplace("index_reduce_", index_reduce)
+put_ = _inplace("put_", _put)
 
 METHODS = ("scatter", "scatter_", "scatter_add_", "scatter_reduce", "scatter_reduce_",
-           "index_add_", "index_copy", "index_copy_", "index_fill", "index_fill_")
-__all__ = ["scatter", "scatter_reduce", "index_copy", "index_fill"]
+           "index_add_", "index_copy", "index_copy_", "index_fill", "index_fill_",
+           "index_reduce", "index_reduce_", "put_")
+__all__ = ["scatter", "scatter_reduce", "index_copy", "index_fill", "index_reduce"]

@@ -67,6 +67,23 @@ def nonzero(x: Tensor, *, as_tuple: bool = False):
     return tuple(from_numpy(np.ascontiguousarray(out._data[:, j])) for j in range(x.ndim))
 
 
+def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1) -> Tensor:  # noqa: A002
+    """nonzero's [n, ndim] indices cut or padded (with fill_value) to exactly `size` rows: a
+    shape known before the data (on meta too)."""
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
+        raise ShapeError(f"nonzero_static: 'size' must be a non-negative integer, got {size!r}",
+                         op="nonzero_static")
+    shape = (int(size), input.ndim)
+    if input._data is None:  # meta: the point of nonzero_static, a shape without data
+        return Tensor._make(None, shape, _int64, input.device)
+    found = np.argwhere(input._data) if input.ndim else \
+        np.zeros((int(input._data != 0), 0), np.int64)
+    out = np.full(shape, fill_value, np.int64)
+    n = min(len(found), size)
+    out[:n] = found[:n]
+    return Tensor._make(input.device.from_numpy(out), shape, _int64, input.device)
+
+
 def argwhere(x: Tensor) -> Tensor:
     """Indices of the nonzero entries, [n, ndim] int64 (nonzero without as_tuple)."""
     return nonzero(x)
@@ -467,6 +484,7 @@ def unique_consecutive(x: Tensor, return_inverse: bool = False, return_counts: b
 
 
 METHODS = ("nonzero", "argwhere", "masked_select", "masked_scatter", "masked_scatter_", "take",
-           "take_along_dim", "histc", "unique", "unique_consecutive", "bucketize")
-__all__ = ["nonzero", "argwhere", "masked_select", "masked_scatter", "take", "take_along_dim",
-           "searchsorted", "bucketize", "histc", "unique", "unique_consecutive"]
+           "take_along_dim", "histc", "unique", "unique_consecutive", "bucketize",
+           "nonzero_static")
+__all__ = ["nonzero", "nonzero_static", "argwhere", "masked_select", "masked_scatter", "take",
+           "take_along_dim", "searchsorted", "bucketize", "histc", "unique", "unique_consecutive"]

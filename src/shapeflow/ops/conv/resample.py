@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from ... import dtypes
 from ...errors import ShapeError
 from ...shape import format_shape
 from ...tensor import Tensor, describe, from_numpy
@@ -133,6 +134,10 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
             return adaptive_avg_pool1d(input, out[0])
         if k == 2:
             return adaptive_avg_pool2d(input, out)
+    if mode in ("nearest", "nearest-exact"):
+        factors = _integer_factors(spatial, out, scales, mode)
+        if factors is not None:
+            return _repeat_nearest(input, factors)
     x = input
     for a in range(k):
         axis = 2 + a
@@ -154,6 +159,31 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         else:
             x = (x.movedim(axis, -1) @ m.mT).movedim(-1, axis)
     return x
+
+
+def _integer_factors(spatial, out, scales, mode: str) -> tuple | None:
+    """Per axis r where nearest picks source index i // r for output i (an integer upscale),
+    else None."""
+    factors = []
+    for n, o, s in zip(spatial, out, scales):
+        if n == 0 or o % n:
+            return None
+        r = o // n
+        idx = np.minimum(_src(o, n, s, False, mode), n - 1).astype(np.int64)
+        if not np.array_equal(idx, np.arange(o) // r):
+            return None
+        factors.append(r)
+    return tuple(factors)
+
+
+def _repeat_nearest(x: Tensor, factors: tuple) -> Tensor:
+    """Each input pixel repeated r times per axis: a broadcast copy forward, and backward a
+    sum over each r-block (expand's gradient), no index arrays."""
+    lead, spatial = tuple(x.shape[:2]), tuple(x.shape[2:])
+    view, big, out = lead, lead, lead
+    for n, r in zip(spatial, factors):
+        view, big, out = view + (n, 1), big + (n, r), out + (n * r,)
+    return x.reshape(view).expand(big).reshape(out)
 
 
 def _index(idx: np.ndarray, like: Tensor) -> Tensor:
@@ -211,10 +241,14 @@ def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tenso
                          operands=[("input", describe(input))])
     kh, kw = _pair(kernel_size, "kernel_size", op, 1)
     x = input.unsqueeze(0) if input.ndim == 3 else input
+    if not x.dtype.is_floating_point:  # integer and bool blocks: copied exactly through float64
+        x = x.to(dtypes.float64)
     C = x.shape[1]
     w = _one_hot_kernels(C, kh, kw, x)
     out = conv2d(x, w, None, stride, padding, dilation, groups=C)
-    out = out.reshape(out.shape[0], C * kh * kw, -1)
+    # sizes, not -1: a zero batch has no elements to infer the last dim from
+    out = out.reshape(out.shape[0], C * kh * kw, out.shape[2] * out.shape[3])
+    out = out if out.dtype == input.dtype else out.to(input.dtype)
     return out.squeeze(0) if input.ndim == 3 else out
 
 

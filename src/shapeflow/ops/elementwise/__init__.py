@@ -201,3 +201,18 @@ from .numeric import *  # noqa: E402, F403
 
 METHODS = METHODS + _numeric.METHODS
 __all__ += _numeric.__all__
+
+# fill, zero_ and scalar_tensor; a float's parts (frexp, ldexp, nextafter, heaviside);
+# gcd and lcm; PyTorch's complex functions on real tensors (real, conj, angle, isreal...)
+from . import complex_parts as _complex_parts  # noqa: E402
+from . import divisors as _divisors  # noqa: E402
+from . import filling as _filling  # noqa: E402
+from . import float_parts as _float_parts  # noqa: E402
+from .complex_parts import *  # noqa: E402, F403
+from .divisors import *  # noqa: E402, F403
+from .filling import *  # noqa: E402, F403
+from .float_parts import *  # noqa: E402, F403
+
+METHODS = (METHODS + _filling.METHODS + _float_parts.METHODS + _divisors.METHODS
+           + _complex_parts.METHODS)
+__all__ += _filling.__all__ + _float_parts.__all__ + _divisors.__all__ + _complex_parts.__all__

@@ -14,7 +14,7 @@ from ...shape import broadcast_shapes
 from ...tensor import Tensor, describe
 from ..base import OUT, X0, X1, X2, Op, apply
 from ..inplace import inplace_method as _inplace
-from ._common import _as_operand, _scalar_tensor
+from ._common import _as_operand
 from .binary import Binary
 from .bounds import Clamp
 from .bounds import clamp as _clamp_numbers
@@ -241,8 +241,9 @@ def logaddexp2(a: Tensor, b: Tensor) -> Tensor:
 
 def lerp(start: Tensor, end: Tensor, weight) -> Tensor:
     """start + weight * (end - start); weight a number or a tensor (broadcast)."""
-    if not isinstance(weight, Tensor):
-        weight = _scalar_tensor(float(weight), start)
+    if not isinstance(weight, Tensor):  # a number keeps its precision (float64's 0.4)
+        dt = start.dtype if start.dtype.is_floating_point else _dt.get_default_dtype()
+        weight = Tensor._make(start.device.asarray(float(weight), dt.np), (), dt, start.device)
     end = end if isinstance(end, Tensor) else _as_operand(end, start)
     return apply(Lerp(), start, end, weight)
 

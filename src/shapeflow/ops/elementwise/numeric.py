@@ -35,9 +35,6 @@ def _tensors(a, b, op: str) -> tuple[Tensor, Tensor]:
 
 def _nan_pick(a, b, op: str, keep_a) -> Tensor:
     a, b = _tensors(a, b, op)
-    if a.dtype is _dt.bool_ or b.dtype is _dt.bool_:
-        raise DTypeError(f"{op}: not implemented for bool", op=op,
-                         operands=[("input", describe(a)), ("other", describe(b))])
     dt = _dt.promote_types(a.dtype, b.dtype)
     a, b = (t if t.dtype is dt else cast(t, dt) for t in (a, b))
     # PyTorch's gradient: all of it to a where a wins, ties included, or b is NaN

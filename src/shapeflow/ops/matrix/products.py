@@ -1,10 +1,11 @@
-"""Products built from matmul: addmm, addmv, addr, baddbmm, addbmm, vdot, cross, kron,
+"""Products built from matmul: addmm, addmv, addr, baddbmm, addbmm, inner, vdot, cross, kron,
 cdist, tensordot. Composites: their gradients come from the primitives."""
 
 from __future__ import annotations
 
+from ... import dtypes as _dt
 from ...autograd.autocast_state import hot as _autocast_hot
-from ...errors import DTypeError, ShapeError
+from ...errors import ArgumentError, DTypeError, ShapeError
 from ...shape import broadcast_shapes, normalize_dim, prod_dims
 from ...tensor import Tensor, describe
 from .. import autocast as _autocast
@@ -14,13 +15,30 @@ from ..movement import cat, narrow, permute, reshape
 from ..reduce import norm
 
 
-def _scaled_sum(input: Tensor, prod: Tensor, beta, alpha) -> Tensor:  # noqa: A002
-    """beta * input + alpha * prod; beta 0 ignores input (NaN in it does not propagate)."""
+def _scaled_sum(input: Tensor, prod: Tensor, beta, alpha,  # noqa: A002
+                op: str | None = None) -> Tensor:
+    """beta * input + alpha * prod; beta 0 ignores input (NaN in it does not propagate).
+
+    As PyTorch's: on bools beta and alpha are truths (and, or); on integers they are
+    truncated to ints, or refused when floats where `op` is named (addr's rule).
+    """
+    if prod.dtype is _dt.bool_:
+        beta, alpha = bool(beta), bool(alpha)
+        if not alpha:
+            prod = prod & False
+    elif not prod.dtype.is_floating_point:
+        if op is not None and (isinstance(beta, float) or isinstance(alpha, float)):
+            which = "beta" if isinstance(beta, float) else "alpha"
+            raise ArgumentError(f"{op}: for integral input tensors, argument {which} must not "
+                                "be a floating point number", op=op)
+        beta, alpha = int(beta), int(alpha)
     if alpha != 1:
         prod = prod * alpha
     if beta == 0:
         shape = tuple(broadcast_shapes(input.shape, prod.shape, "add"))
         return prod if shape == tuple(prod.shape) else prod.expand(shape).contiguous()
+    if prod.dtype is _dt.bool_:
+        return input | prod
     return (input if beta == 1 else input * beta) + prod
 
 
@@ -46,7 +64,7 @@ def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1) -> Tensor
 
 def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1) -> Tensor:  # noqa: A002
     """beta * input + alpha * outer(vec1, vec2)."""
-    return _scaled_sum(input, outer(vec1, vec2), beta, alpha)
+    return _scaled_sum(input, outer(vec1, vec2), beta, alpha, "addr")
 
 
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1,  # noqa: A002
@@ -63,6 +81,18 @@ def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1,  # noqa: A0
     if _autocast_hot.on:  # sf.autocast: lower precision
         input, batch1, batch2 = _autocast.lower(input, batch1, batch2)
     return _scaled_sum(input, bmm(batch1, batch2).sum(0), beta, alpha)
+
+
+def inner(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
+    """The sum of products over the last dims of both ([*a, n] x [*b, n] -> [*a, *b]);
+    a 0-d operand multiplies."""
+    if input.ndim == 0 or other.ndim == 0:
+        return input * other
+    if input.shape[-1] != other.shape[-1]:
+        raise ShapeError(f"inner: the last dims must match, got {input.shape[-1]} and "
+                         f"{other.shape[-1]}", op="inner",
+                         operands=[("input", describe(input)), ("other", describe(other))])
+    return tensordot(input, other, ([-1], [-1]))
 
 
 def vdot(a: Tensor, b: Tensor) -> Tensor:
@@ -140,7 +170,12 @@ def tensordot(a: Tensor, b: Tensor, dims=2) -> Tensor:
     da = [normalize_dim(d, a.ndim, "tensordot") for d in da]
     db = [normalize_dim(d, b.ndim, "tensordot") for d in db]
     for i, j in zip(da, db):
-        if a.shape[i] != b.shape[j]:
+        # as PyTorch's: a contracted dim of size 1 broadcasts, so the other side is summed
+        if a.shape[i] == 1 and b.shape[j] != 1:
+            b = b.sum(j, keepdim=True)
+        elif b.shape[j] == 1 and a.shape[i] != 1:
+            a = a.sum(i, keepdim=True)
+        elif a.shape[i] != b.shape[j]:
             raise ShapeError(
                 f"tensordot: contracted dims differ in size: a's dim {i} is {a.shape[i]}, "
                 f"b's dim {j} is {b.shape[j]}", op="tensordot",
@@ -165,5 +200,5 @@ baddbmm_ = _inplace("baddbmm_", baddbmm)
 addbmm_ = _inplace("addbmm_", addbmm)
 
 METHODS = ("addmm_", "addmv_", "addr_", "baddbmm_", "addbmm_", "addmm", "addmv", "addr",
-           "baddbmm", "addbmm", "vdot", "cross", "kron")
+           "baddbmm", "addbmm", "vdot", "cross", "kron", "inner")
 __all__ = [*METHODS[5:], "addmv_", "cdist", "tensordot"]

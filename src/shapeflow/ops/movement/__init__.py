@@ -112,3 +112,32 @@ from . import ranges as _ranges  # noqa: E402
 from .ranges import *  # noqa: E402, F403
 
 __all__ += _ranges.__all__
+
+# as_strided and the ops that write where a view would be (select/slice/diagonal_scatter, put)
+from . import flat_positions as _flat_positions  # noqa: E402
+from .flat_positions import *  # noqa: E402, F403
+
+METHODS = METHODS + _flat_positions.METHODS
+__all__ += _flat_positions.__all__
+
+# broadcast_shapes and sum_to_size; combinations and unravel_index; unsafe_chunk/split;
+# constant_pad_nd
+from . import broadcasting as _broadcasting  # noqa: E402
+from . import combinatorics as _combinatorics  # noqa: E402
+from . import constant_pad as _constant_pad  # noqa: E402
+from . import unsafe_splits as _unsafe_splits  # noqa: E402
+from .broadcasting import *  # noqa: E402, F403
+from .combinatorics import *  # noqa: E402, F403
+from .constant_pad import *  # noqa: E402, F403
+from .unsafe_splits import *  # noqa: E402, F403
+
+METHODS = METHODS + _broadcasting.METHODS + _unsafe_splits.METHODS
+__all__ += (_broadcasting.__all__ + _combinatorics.__all__ + _constant_pad.__all__
+            + _unsafe_splits.__all__)
+
+# resize_ and resize_as_ (in place, PyTorch's semantics on a tensor that owns its data)
+from . import resize as _resize  # noqa: E402
+from .resize import resize_, resize_as_  # noqa: E402, F401  (resize_: a method only)
+
+METHODS = METHODS + _resize.METHODS
+__all__ += _resize.__all__

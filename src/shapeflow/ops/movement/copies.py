@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import ShapeRuntimeError
+from ...errors import DTypeError, ShapeRuntimeError
 from ...shape import normalize_dims
 from ...tensor import Tensor, describe
 from .. import meta_layout
@@ -24,11 +24,37 @@ class Clone(Op):
         return (g,)
 
 
-def clone(x: Tensor) -> Tensor:
+_FORMAT_RANK = {"preserve_format": None, "contiguous_format": None, "channels_last": 4,
+                "channels_last_3d": 5}
+
+
+def _check_format(x: Tensor, memory_format, op: str) -> None:
+    """PyTorch's memory_format= accepted and checked; shapeflow's arrays stay row-major
+    (values are the same either way, and its convolutions pick NHWC inside)."""
+    if memory_format is None:
+        return
+    name = getattr(memory_format, "name", None)
+    if name not in _FORMAT_RANK:
+        raise DTypeError(f"{op}: memory_format must be a memory format (sf.preserve_format, "
+                         f"sf.contiguous_format, sf.channels_last), got {memory_format!r}",
+                         op=op)
+    rank = _FORMAT_RANK[name]
+    if rank is not None and x.ndim != rank:
+        raise ShapeRuntimeError(f"{op}: required rank {rank} tensor to use {name} format, "
+                                f"got rank {x.ndim}", op=op, operands=[("input", describe(x))])
+
+
+def clone(x: Tensor, *, memory_format=None) -> Tensor:
+    """A copy of x with its own data (differentiable)."""
+    if memory_format is not None:
+        _check_format(x, memory_format, "clone")
     return apply(Clone(), x)
 
 
-def contiguous(x: Tensor) -> Tensor:
+def contiguous(x: Tensor, memory_format=None) -> Tensor:
+    """x itself where its data are row-major already, else a row-major copy."""
+    if memory_format is not None:
+        _check_format(x, memory_format, "contiguous")
     if x._data is None:
         return x if meta_layout.is_contiguous(x) else clone(x)
     if x._data.flags.c_contiguous:

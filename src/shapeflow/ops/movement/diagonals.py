@@ -1,4 +1,4 @@
-"""Diagonals: diagonal (a view), diag_embed, diag, trace."""
+"""Diagonals: diagonal (a view), diag_embed, diag, diagflat, trace."""
 
 from __future__ import annotations
 
@@ -121,5 +121,10 @@ def trace(x: Tensor) -> Tensor:
     return diagonal(x).sum()
 
 
-METHODS = ("diagonal", "diag_embed", "diag", "trace")
+def diagflat(input: Tensor, offset: int = 0) -> Tensor:  # noqa: A002
+    """A square matrix with input's elements (flattened) on its offset-th diagonal."""
+    return diag_embed(input.reshape(-1), offset, 0, 1)
+
+
+METHODS = ("diagonal", "diag_embed", "diag", "trace", "diagflat")
 __all__ = list(METHODS)

@@ -1,5 +1,6 @@
 """Made-from-sizes tensors that PyTorch lists with its factories: logspace, tril_indices and
-triu_indices (the positions of a matrix's lower or upper triangle)."""
+triu_indices (the positions of a matrix's lower or upper triangle), and empty_strided /
+empty_permuted (shapeflow's data are row-major: their strides and layouts set no layout)."""
 
 from __future__ import annotations
 
@@ -45,4 +46,36 @@ def triu_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None
     return _triangle("triu_indices", False, row, col, offset, dtype, device)
 
 
-__all__ = ["logspace", "tril_indices", "triu_indices"]
+def empty_strided(size, stride, *, dtype=None, layout=None, device=None,
+                  requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+    """Uninitialised values of `size` (stride gives no layout here: shapeflow's data are
+    row-major; its length must match size's, as PyTorch checks)."""
+    from ...factories import check_layout, empty
+
+    check_layout(layout, "empty_strided")
+    if len(tuple(size)) != len(tuple(stride)):
+        raise ShapeRuntimeError(f"empty_strided: mismatch in length of strides and shape "
+                                f"({len(tuple(size))} and {len(tuple(stride))})",
+                                op="empty_strided")
+    return empty(tuple(size), dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None,
+                   requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+    """Uninitialised values of `size`; physical_layout (a permutation of the dims) is checked
+    and gives no layout here (row-major data)."""
+    from ...factories import check_layout, empty
+
+    check_layout(layout, "empty_permuted")
+    size, perm = tuple(size), tuple(physical_layout)
+    if len(size) != len(perm):
+        raise ShapeRuntimeError(f"empty_permuted: number of dimensions in size does not match "
+                                f"the length of the physical_layout ({len(size)} and "
+                                f"{len(perm)})", op="empty_permuted")
+    if sorted(perm) != list(range(len(size))):
+        raise ShapeRuntimeError(f"empty_permuted: physical_layout must be a permutation of the "
+                                f"dims, got {perm}", op="empty_permuted")
+    return empty(size, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+__all__ = ["logspace", "tril_indices", "triu_indices", "empty_strided", "empty_permuted"]

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import dtypes as _dt
 from ...autograd.autocast_state import hot as _autocast_hot
-from ...errors import ArgumentError, ShapeRuntimeError
+from ...errors import ArgumentError, DTypeError, ShapeRuntimeError
 from ...shape import normalize_dim
 from ...tensor import Tensor, describe
 from .. import autocast as _autocast
 from ..base import X0_ACT, Op, apply
 from ..elementwise import abs as _abs
 from ..elementwise import sigmoid, softplus, tanh, where, zeros_scalar_like
-from ._common import _need_float
 from .activation import elu
 from .softmax import softmax
 
@@ -27,7 +27,7 @@ SELU_SCALE = 1.0507009873554804934193349852946
 
 __all__ = ["hardtanh", "relu6", "selu", "celu", "softsign", "softmin", "logsigmoid", "glu",
            "mish", "hardswish", "hardsigmoid", "prelu", "tanhshrink", "softshrink",
-           "hardshrink", "Hardtanh"]
+           "hardshrink", "threshold", "rrelu", "Hardtanh"]
 
 
 class Hardtanh(Op):
@@ -39,7 +39,13 @@ class Hardtanh(Op):
         self.lo, self.hi = lo, hi
 
     def infer(self, x):
-        _need_float(self.name, x)
+        # integers clamp to the bounds truncated to ints, as PyTorch's; bools are refused
+        if x.dtype is _dt.bool_:
+            raise DTypeError(f"{self.name}: bool inputs are not supported", op=self.name,
+                             operands=[("input", describe(x))])
+        if x.dtype.category == 1 and not x.dtype.is_signed and self.lo < 0:
+            raise ArgumentError(f"{self.name}: cannot clamp an unsigned type to negative "
+                                f"limits ({self.lo})", op=self.name)
         return x.shape, x.dtype
 
     def saved(self, x, out):
@@ -60,6 +66,36 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
     return apply(Hardtanh(min_val, max_val), input)
+
+
+def threshold(input: Tensor, threshold: float, value: float,  # noqa: A002
+              inplace: bool = False) -> Tensor:
+    """input where it is above threshold, else value (gradient 1 above, 0 elsewhere)."""
+    if not input.dtype.is_floating_point:  # integers take both truncated, as PyTorch
+        threshold, value = int(threshold), int(value)
+    dt = input.dtype  # a 0-d value of input's own dtype: where keeps that dtype
+    fill = Tensor._make(input.device.asarray(value, dt.np), (), dt, input.device)
+    return where(input > threshold, input, fill)
+
+
+def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,  # noqa: A002
+          training: bool = False, inplace: bool = False, generator=None) -> Tensor:
+    """Randomized leaky ReLU: x, or x times a slope drawn from U(lower, upper) per negative
+    element when training (their mean (lower + upper) / 2 otherwise)."""
+    if not input.dtype.is_floating_point:
+        raise DTypeError(f"rrelu: expected a floating point input, got {input.dtype}",
+                         op="rrelu", operands=[("input", describe(input))])
+    if lower > upper:
+        raise ArgumentError(f"rrelu: lower bound ({lower}) must not exceed upper ({upper})",
+                            op="rrelu")
+    if not training:
+        return where(input >= 0, input, input * ((lower + upper) / 2))
+    from ...factories import empty
+    from ..sampling import uniform_
+
+    slopes = uniform_(empty(tuple(input.shape), dtype=input.dtype, device=input.device),
+                      lower, upper, generator=generator)
+    return where(input >= 0, input, input * slopes)
 
 
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:

@@ -78,3 +78,26 @@ from .nan_stats import *  # noqa: E402, F403
 
 METHODS = METHODS + _nan_stats.METHODS
 __all__ += _nan_stats.__all__
+
+# dist and pdist, renorm, the trapezoidal rule, torch.gradient, histograms
+from . import distances as _distances  # noqa: E402
+from . import gradient as _gradient  # noqa: E402
+from . import histogram as _histogram  # noqa: E402
+from . import integrate as _integrate  # noqa: E402
+from . import renorm as _renorm  # noqa: E402
+from .distances import *  # noqa: E402, F403
+from .gradient import *  # noqa: E402, F403
+from .histogram import *  # noqa: E402, F403
+from .integrate import *  # noqa: E402, F403
+from .renorm import *  # noqa: E402, F403
+
+METHODS = METHODS + _renorm.METHODS + ("dist", "histogram")
+__all__ += (_distances.__all__ + _gradient.__all__ + _histogram.__all__ + _integrate.__all__
+            + _renorm.__all__)
+
+# hash_tensor: an xor fingerprint of the elements' bits
+from . import hashing as _hashing  # noqa: E402
+from .hashing import *  # noqa: E402, F403
+
+METHODS = METHODS + _hashing.METHODS
+__all__ += _hashing.__all__

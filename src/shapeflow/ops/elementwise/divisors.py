@@ -1,0 +1,48 @@
+"""Greatest common divisor and least common multiple of integer tensors (non-negative
+results, gcd(0, 0) = 0, as PyTorch's); floats raise."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import DTypeNotImplementedError
+from ...tensor import Tensor, describe
+from ..base import apply
+from ._common import _as_operand
+from .binary import Binary
+
+METHODS = ("gcd", "lcm")
+__all__ = list(METHODS)
+
+
+class _IntegerBinary(Binary):
+    differentiable = False
+
+    def infer(self, a, b):
+        shape, dt = Binary.infer(self, a, b)
+        if dt.category != 1:  # floats and bools have no divisors
+            raise DTypeNotImplementedError(
+                f"{self.name}: not implemented for {dt}", op=self.name,
+                operands=[("input", describe(a)), ("other", describe(b))],
+                hint="gcd and lcm take integer tensors")
+        return shape, dt
+
+
+class Gcd(_IntegerBinary):
+    name = "gcd"
+    fn = staticmethod(np.gcd)
+
+
+class Lcm(_IntegerBinary):
+    name = "lcm"
+    fn = staticmethod(np.lcm)
+
+
+def gcd(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
+    """The greatest common divisor of input and other, elementwise."""
+    return apply(Gcd(), input, _as_operand(other, input))
+
+
+def lcm(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
+    """The least common multiple of input and other, elementwise."""
+    return apply(Lcm(), input, _as_operand(other, input))

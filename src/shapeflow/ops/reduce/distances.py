@@ -1,0 +1,42 @@
+"""Distances as norms of differences: dist (between two tensors) and pdist (between every
+pair of rows). Composites of sub and the p-norm: gradients and meta shapes come from those."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import DTypeError, ShapeRuntimeError
+from ...tensor import Tensor, describe
+from .norm import norm
+
+__all__ = ["dist", "pdist"]
+
+
+def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:  # noqa: A002
+    """The p-norm of input - other (broadcast), over all elements."""
+    for name, t in (("input", input), ("other", other)):
+        if isinstance(t, Tensor) and not t.dtype.is_floating_point:
+            raise DTypeError(f"dist: expected floating point tensors, got {t.dtype}", op="dist",
+                             operands=[(name, describe(t))])
+    return norm(input - other, p)
+
+
+def pdist(input: Tensor, p: float = 2) -> Tensor:  # noqa: A002
+    """[N * (N - 1) / 2]: the p-norm distance between rows i < j of input [N, M], in
+    row-major order of the pairs (as PyTorch's)."""
+    if input.ndim != 2:
+        raise ShapeRuntimeError(f"pdist: only supports 2D tensors, got {input.ndim}D",
+                                op="pdist", operands=[("input", describe(input))])
+    if not input.dtype.is_floating_point:
+        raise DTypeError(f"pdist: only supports floating-point dtypes, got {input.dtype}",
+                         op="pdist", operands=[("input", describe(input))])
+    if p < 0:
+        raise ShapeRuntimeError(f"pdist: only supports non-negative p values, got {p}",
+                                op="pdist")
+    from ..movement.flat_positions import _index
+
+    n = input.shape[0]
+    i, j = np.triu_indices(n, 1)
+    rows_i = input.index_select(0, _index(i, input))
+    rows_j = input.index_select(0, _index(j, input))
+    return norm(rows_i - rows_j, p, dim=-1)

@@ -1,0 +1,46 @@
+"""hash_tensor: the xor of every element's 64-bit pattern over dims (floats as float64 bits,
+integers and bools as int64), a uint64 fingerprint as PyTorch's mode 0."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ... import dtypes as _dt
+from ...errors import ArgumentError, ShapeIndexError, ShapeRuntimeError
+from ...shape import normalize_dims
+from ...tensor import Tensor, describe
+
+METHODS = ("hash_tensor",)
+__all__ = list(METHODS)
+
+
+def hash_tensor(input: Tensor, dim=None, *, keepdim: bool = False,  # noqa: A002
+                mode: int = 0) -> Tensor:
+    """The xor-sum of input's elements' 64-bit patterns over dim (all dims when None or ())."""
+    if mode != 0:
+        raise ArgumentError(f"hash_tensor: unknown mode {mode} (only 0, the xor sum)",
+                            op="hash_tensor")
+    all_dims = dim is None or dim == () or input.ndim == 0  # a 0-d input takes dim 0 or -1
+    if input.ndim == 0 and dim not in (None, (), 0, -1, (0,), (-1,)):
+        normalize_dims(dim, 1, "hash_tensor")  # raises for the dims a 0-d tensor lacks
+    dims = tuple(range(input.ndim)) if all_dims else normalize_dims(dim, input.ndim,
+                                                                    "hash_tensor")
+    if all_dims and input.numel() == 0:
+        raise ShapeRuntimeError("hash_tensor: expected the reduction dim to be specified for "
+                                "an empty input", op="hash_tensor",
+                                operands=[("input", describe(input))])
+    for d in dims:
+        if input.shape[d] == 0:
+            raise ShapeIndexError(f"hash_tensor: expected reduction dim {d} to have non-zero "
+                                  "size", op="hash_tensor", operands=[("input", describe(input))])
+    shape = tuple(1 if i in dims else s for i, s in enumerate(input.shape)) if keepdim else \
+        tuple(s for i, s in enumerate(input.shape) if i not in dims)
+    if input._data is None:  # meta: the shape alone
+        return Tensor._make(None, shape, _dt.uint64, input.device)
+    a = input._data
+    wide = np.array(a, dtype=np.float64 if a.dtype.kind == "f" or a.dtype.name == "bfloat16"
+                    else np.int64, order="C")  # a copy, 0-d kept 0-d
+    bits = wide.view(np.uint64)
+    out = np.bitwise_xor.reduce(bits, axis=dims, keepdims=keepdim) if dims else bits
+    out = np.array(out, dtype=np.uint64, order="C").reshape(shape)
+    return Tensor._make(input.device.from_numpy(out), shape, _dt.uint64, input.device)
