@@ -1,7 +1,8 @@
 """Compiled parts of shapeflow: optional, each with a NumPy fallback when it fails to build.
 
-`_kernels` is plain C (loaded with ctypes) built for the CPU that compiles it; `_alloc` is
-a CPython extension that gives NumPy a cache of large buffers.
+The kernel libraries are plain C (loaded with ctypes) built for the CPU that compiles them;
+each records the sha256 of the source it was built from, and its loader refuses a stale
+one. `_alloc` is a CPython extension that gives NumPy a cache of large buffers.
 """
 
 import hashlib
@@ -11,31 +12,32 @@ from pathlib import Path
 import numpy
 from setuptools import Extension, setup
 
+_ROOT = Path(__file__).parent
 _NATIVE = {"x86_64": ["-march=native"], "AMD64": ["-march=native"],
            "aarch64": ["-mcpu=native"], "arm64": ["-mcpu=native"]}.get(platform.machine(), [])
+# no traps, no errno: gcc may vectorize the selects and sqrt; no fast-math, so NaN and
+# rounding stay IEEE (-ffp-contract=off: no fused multiply-add either)
+_IEEE = ["-O3", "-fno-trapping-math", "-fno-math-errno", "-ffp-contract=off", "-fopenmp-simd"]
+_PRODUCTS = ["-O3", "-ffp-contract=off"]
 
-_KERNELS = "src/shapeflow/backend/kernels.c"
-# the library records the source it was built from: backend/kernels.py refuses a stale one
-_SOURCE = hashlib.sha256((Path(__file__).parent / _KERNELS).read_bytes()).hexdigest()
-_QGEMM = "src/shapeflow/backend/qgemm.c"  # int8 products (AVX512-VNNI), quantized Linear
-_BF16GEMM = "src/shapeflow/backend/bf16gemm.c"  # bfloat16 products (AVX512-BF16)
-_BF16GEMM_SOURCE = hashlib.sha256((Path(__file__).parent / _BF16GEMM).read_bytes()).hexdigest()
-_QGEMM_SOURCE = hashlib.sha256((Path(__file__).parent / _QGEMM).read_bytes()).hexdigest()
+
+def _kernel_library(name: str, source: str, macro: str, flags: list[str]) -> Extension:
+    """backend/<source> built as shapeflow.backend.<name>, `macro` naming its source's hash."""
+    path = f"src/shapeflow/backend/{source}"
+    digest = hashlib.sha256((_ROOT / path).read_bytes()).hexdigest()
+    return Extension(f"shapeflow.backend.{name}", [path], define_macros=[(macro, f'"{digest}"')],
+                     extra_compile_args=[*flags, *_NATIVE], optional=True)
+
 
 setup(ext_modules=[
-    Extension("shapeflow.backend._kernels", [_KERNELS],
-              define_macros=[("SHAPEFLOW_KERNELS_SOURCE", f'"{_SOURCE}"')],
-              # no traps, no errno: gcc may vectorize the selects and sqrt; no fast-math, so NaN and
-              # rounding stay IEEE (-ffp-contract=off: no fused multiply-add either)
-              extra_compile_args=["-O3", "-fno-trapping-math", "-fno-math-errno",
-                                  "-ffp-contract=off", "-fopenmp-simd",
-                                  *_NATIVE], optional=True),
-    Extension("shapeflow.backend._qgemm", [_QGEMM],
-              define_macros=[("SHAPEFLOW_QGEMM_SOURCE", f'"{_QGEMM_SOURCE}"')],
-              extra_compile_args=["-O3", "-ffp-contract=off", *_NATIVE], optional=True),
-    Extension("shapeflow.backend._bf16gemm", [_BF16GEMM],
-              define_macros=[("SHAPEFLOW_BF16GEMM_SOURCE", f'"{_BF16GEMM_SOURCE}"')],
-              extra_compile_args=["-O3", "-ffp-contract=off", *_NATIVE], optional=True),
+    _kernel_library("_kernels", "kernels.c", "SHAPEFLOW_KERNELS_SOURCE", _IEEE),
+    _kernel_library("_qgemm", "qgemm.c", "SHAPEFLOW_QGEMM_SOURCE", _PRODUCTS),  # int8 (VNNI)
+    _kernel_library("_bf16gemm", "bf16gemm.c", "SHAPEFLOW_BF16GEMM_SOURCE", _PRODUCTS),
+    _kernel_library("_conv_kernels", "conv_kernels.c", "SHAPEFLOW_CONV_SOURCE", _IEEE),
+    _kernel_library("_rnn_cell_kernels", "rnn_cell_kernels.c", "SHAPEFLOW_RNN_CELL_SOURCE",
+                    _IEEE),
+    _kernel_library("_norm_act_kernels", "norm_act_kernels.c", "SHAPEFLOW_NORM_ACT_SOURCE",
+                    _IEEE),
     Extension("shapeflow.backend._alloc", ["src/shapeflow/backend/alloc.c"],
               include_dirs=[numpy.get_include()], extra_compile_args=["-O2"], optional=True),
 ])

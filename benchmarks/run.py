@@ -244,10 +244,19 @@ def import_time(module: str, n: int) -> float:
 # ---- the table --------------------------------------------------------------------------------
 TARGETS = {"mlp_step": 1.0, "vit_step": 1.1, "gpt_2l_d128": 1.1, "gpt_4l_d256": 1.1,
            "gpt_4l_d256_t512": 1.0, "resnet_step": 1.2, "lstm_b32_l64_h256": 1.2,
-           "add_4x4_grad": 1.0, "matmul_4x4_grad": 1.0}
+           "add_4x4_grad": 1.0, "matmul_4x4_grad": 1.0, "lstmcell_loop_f64": 1.0,
+           "llama_small_d64": 1.0, "llama_small_d288": 1.0, "style_transfer": 1.0,
+           "resnet18_32px": 1.0}
 
 
 def main(argv=None) -> int:
+    from benchmarks import (  # (issue 37's rows: own modules)
+        llama_small,
+        lstmcell_loop_f64,
+        resnet18_32px,
+        style_transfer,
+    )
+
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="fewer rounds (under a minute)")
     p.add_argument("--json", default=str(ROOT / "benchmarks" / "results.json"),
@@ -261,7 +270,11 @@ def main(argv=None) -> int:
         makers = {"resnet_step": (resnet_step, 3), "vit_step": (vit_step, 5),
                   "mlp_step": (mlp_step, 20), "lstm_b32_l64_h256": (lstm_step, 1),
                   "gpt_2l_d128": (lambda: gpt_step(2, 128), 1),
-                  "gpt_4l_d256_t512": (lambda: gpt_step(4, 256, T=512, batch=4), 1)}
+                  "gpt_4l_d256_t512": (lambda: gpt_step(4, 256, T=512, batch=4), 1),
+                  "lstmcell_loop_f64": (lstmcell_loop_f64.make, 1),
+                  "style_transfer": (style_transfer.make_step, 1),
+                  "resnet18_32px": (resnet18_32px.make_step, 1),
+                  **{n: (lambda n=n: llama_small.make_step(n), 1) for n in llama_small.CONFIGS}}
         if args.only == "attention_peak":
             print(attention_peak.describe(attention_peak.measure()))
             return 0
@@ -285,6 +298,10 @@ def main(argv=None) -> int:
              "resnet_step": (resnet_step, 3), "lstm_b32_l64_h256": (lstm_step, 1)}
     for name, (make, number) in steps.items():
         rows[name] = compare(make(), rounds, 3 if q else 5, number)
+    rows["lstmcell_loop_f64"] = lstmcell_loop_f64.row(compare, rounds, q)
+    rows.update(llama_small.rows(compare, rounds, q))
+    for name, mod in (("style_transfer", style_transfer), ("resnet18_32px", resnet18_32px)):
+        rows[name] = compare(mod.make_step(), rounds, 1, 1)  # ~2 s a step: 1 sample a round
     flops = sgemm_flops(q)
     mlp_rate = MLP_FLOPS / rows["mlp_step"]["shapeflow"]["median_s"]
     plan = plan_175b()

@@ -1,5 +1,7 @@
 """Sums by matrix-vector product: equal to NumPy's sums for every shape and dim split."""
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -29,10 +31,28 @@ def test_sum_over_matches_numpy(shape, data, dtype, keepdims):
 
 def test_sum_over_declines_what_it_cannot_do():
     x = np.ones((3, 4, 5), np.float32)
-    assert sum_over(x, (1,), False) is None  # a middle dim
+    assert sum_over(np.ones((3, 17, 5), np.float32), (1,), False) is None  # a long middle dim
+    assert sum_over(np.ones((3, 2, 256), np.float32), (1,), False) is None  # long slices
     assert sum_over(x.transpose(1, 0, 2), (0,), False) is None  # not C-contiguous
     assert sum_over(x.astype(np.float16), (0,), False) is None
     assert sum_over(x.astype(np.int64), (0,), False) is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(shape=st.lists(st.integers(1, 5), min_size=3, max_size=5), data=st.data(),
+       dtype=st.sampled_from([np.float32, np.float64]), keepdims=st.booleans())
+def test_middle_sums_are_numpys_bit_for_bit(shape, data, dtype, keepdims):
+    # repeat_kv's expand backward: [B, T, Hkv, rep, D] summed over rep, in NumPy's order
+    x = np.random.default_rng(len(shape)).normal(size=shape).astype(dtype)
+    i = data.draw(st.integers(1, len(shape) - 2))
+    j = data.draw(st.integers(i + 1, len(shape) - 1))
+    out = sum_over(x, tuple(range(i, j)), keepdims)
+    ref = x.sum(axis=tuple(range(i, j)), keepdims=keepdims)
+    if out is None:  # too many slices, or one-element slices (adjacent: NumPy's pairwise)
+        assert math.prod(shape[i:j]) > 16 or math.prod(shape[j:]) == 1
+        return
+    assert out.shape == ref.shape and out.dtype == ref.dtype
+    np.testing.assert_array_equal(out, ref)
 
 
 def test_long_float32_sums_stay_pairwise():

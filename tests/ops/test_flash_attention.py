@@ -206,3 +206,27 @@ def test_cli_memory_plans_either_kernel(capsys):
         out = capsys.readouterr().out
         sizes[kernel] = next(line for line in out.splitlines() if "activations" in line)
     assert sizes["flash"] != sizes["math"]
+
+
+@pytest.mark.skipif(not kernels.available(), reason="compiled kernels not in use")
+def test_heads_last_inputs_take_the_compiled_backward(monkeypatch):
+    # llama's layout: q, k, v and the output's gradient [B, T, H, D] viewed as [B, H, T, D]
+    # (y.transpose(1, 2).contiguous().view(B, T, -1) gives that gradient): every block's dS
+    # still goes through the compiled kernel
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((2, 40, 4, 8)).astype(np.float32) for _ in range(3))
+    g = rng.standard_normal((2, 40, 4, 8)).astype(np.float32)
+    calls = []
+    compiled = kernels.flash_grad
+    monkeypatch.setattr(kernels, "flash_grad", lambda *a: calls.append(compiled(*a)) or
+                        calls[-1])
+    xs = [sf.tensor(a, requires_grad=True) for a in (q, k, v)]
+    ts = [torch.tensor(a, requires_grad=True) for a in (q, k, v)]
+    F.scaled_dot_product_attention(*(x.transpose(1, 2) for x in xs), is_causal=True).backward(
+        sf.tensor(g).transpose(1, 2))
+    torch.nn.functional.scaled_dot_product_attention(
+        *(t.transpose(1, 2) for t in ts), is_causal=True).backward(
+            torch.tensor(g).transpose(1, 2))
+    assert calls and all(calls)
+    for x, t in zip(xs, ts):
+        np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=2e-5, atol=2e-6)

@@ -236,8 +236,14 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=(),
                     entry = leaf_grads.get(id(nxt))
                     if entry is None:
                         leaf_grads[id(nxt)] = [nxt, ig]
+                    elif not create_graph and id(entry[1]) in owned and \
+                            entry[1]._data is not None:
+                        # our own sum (a cell's weights over its time steps): in place
+                        kernels.iadd(entry[1]._data, ig._data)
                     else:
                         entry[1] = entry[1] + ig
+                        if not create_graph:
+                            owned.add(id(entry[1]))
                 else:
                     add_grad(grads, id(nxt), ig)
         for leaf_id, (leaf, g) in leaf_grads.items():

@@ -6,8 +6,11 @@ import math
 
 from ..errors import ShapeError
 from ..factories import empty, zeros
+from ..ops.movement.slicing import Index
+from ..ops.movement.views import _view_apply
+from ..ops.nn.lstm_cell import lstm_cell
 from ..ops.nn.recurrent import recurrence
-from ..shape import dims_equal, format_shape
+from ..shape import dims_equal, format_shape, shapes_equal
 from ..tensor import Tensor, describe
 from . import init
 from .module import Module
@@ -101,17 +104,45 @@ class RNNCell(RNNCellBase):
 
 
 class LSTMCell(RNNCellBase):
-    """One LSTM step: returns (h', c'). Gates i, f, g, o as PyTorch's."""
+    """One LSTM step: returns (h', c'). Gates i, f, g, o as PyTorch's.
+
+    One fused op per step (ops/nn/lstm_cell.py): a cell stepped from Python pays per op."""
 
     _gates = 4
 
     def forward(self, input: Tensor, hx=None):
         h, c = (None, None) if hx is None else hx
-        x, (h, c), batched = self._prepare(input, [("h0", h), ("c0", c)])
-        states = recurrence("lstm", x.unsqueeze(0), h, c, self._weights())[0]
-        hs = self.hidden_size
-        h1, c1 = states.narrow(-1, 0, hs), states.narrow(-1, hs, hs)
-        return (h1, c1) if batched else (h1.squeeze(0), c1.squeeze(0))
+        kind = "LSTMCell"
+        if input.ndim not in (1, 2):
+            raise ShapeError(f"{kind}: Expected input to be 1D or 2D, got {input.ndim}D "
+                             "instead", op=kind, operands=[("input", describe(input))])
+        xs, hs = input.shape, self.hidden_size
+        if dims_equal(xs[-1], self.input_size) is not True:
+            raise ShapeError(f"{kind}: input has inconsistent input_size: got "
+                             f"{xs[-1]} expected {self.input_size}", op=kind,
+                             operands=[("input", describe(input))])
+        want = (xs[0], hs) if len(xs) == 2 else (hs,)
+        h, c = _state(kind, "h0", h, want, input), _state(kind, "c0", c, want, input)
+        if self.bias:
+            out = lstm_cell(input, h, c, self.weight_ih, self.weight_hh, self.bias_ih,
+                            self.bias_hh)
+        else:
+            out = lstm_cell(input, h, c, self.weight_ih, self.weight_hh)
+        return _view_apply(Index((0,)), out), _view_apply(Index((1,)), out)
+
+
+def _state(kind: str, name: str, s: Tensor | None, want: tuple, x: Tensor) -> Tensor:
+    """A cell's state: zeros of `want` for None, else s after checking its shape."""
+    if s is None:
+        return zeros(want, dtype=x.dtype, device=x.device)
+    shape = s.shape
+    if not shapes_equal(shape, want) and (len(shape) != len(want) or not all(
+            dims_equal(a, b) is True for a, b in zip(shape, want))):
+        raise ShapeError(
+            f"{kind}: {name} must be {format_shape(want)} "
+            f"({'[B, hidden_size]' if len(want) == 2 else '[hidden_size]'}), got "
+            f"{format_shape(shape)}", op=kind, operands=[(name, describe(s))])
+    return s
 
 
 class GRUCell(RNNCellBase):

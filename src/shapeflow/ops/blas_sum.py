@@ -56,7 +56,8 @@ def sum_over(x: np.ndarray, axes: tuple, keepdims: bool) -> np.ndarray | None:
     """x summed over `axes` (sorted) by BLAS, or None where that does not apply.
 
     Applies to C-contiguous float32/float64 arrays reduced over some leading or some
-    trailing dims (not all of them: one contiguous reduce is already fast).
+    trailing dims (not all of them: one contiguous reduce is already fast), or over a short
+    run of middle dims (slice adds, not BLAS).
     """
     nd, k = x.ndim, len(axes)
     if not 0 < k < nd or x.dtype not in _MAX_LEN or not x.flags.c_contiguous or x.size == 0:
@@ -72,6 +73,32 @@ def sum_over(x: np.ndarray, axes: tuple, keepdims: bool) -> np.ndarray | None:
         out = row_sums(x.reshape(x.size // cols, cols))
         kept = shape[: nd - k]
         full = kept + (1,) * k
+    elif axes == tuple(range(axes[0], axes[0] + k)):
+        out = _middle_sum(x, axes[0], axes[0] + k)
+        if out is None:
+            return None
+        kept = shape[:axes[0]] + shape[axes[0] + k:]
+        full = shape[:axes[0]] + (1,) * k + shape[axes[0] + k:]
     else:
         return None
     return out.reshape(full if keepdims else kept)
+
+
+def _middle_sum(x: np.ndarray, i: int, j: int) -> np.ndarray | None:
+    """x summed over its dims i..j-1 (neither leading nor trailing) as R [A, C] slice adds.
+
+    NumPy reduces a middle dim C elements at a time (~4 ns an element when C is 8, as
+    repeat_kv's expand backward has); adding the R slices is 5-10x faster at R <= 16 and
+    sums in NumPy's order, r = 0, 1, ...: the same result. With C = 1 the summed elements are
+    adjacent and NumPy sums them pairwise (fast already): that case stays NumPy's.
+    """
+    r, c = math.prod(x.shape[i:j]), math.prod(x.shape[j:])
+    if r > 16 or c >= 256 or c == 1:
+        return None
+    y = x.reshape(x.size // (r * c), r, c)
+    if r == 1:
+        return y[:, 0].copy()
+    out = np.add(y[:, 0], y[:, 1])
+    for m in range(2, r):
+        out += y[:, m]
+    return out

@@ -18,6 +18,8 @@ from ...shape import dims_equal, format_shape
 from ...tensor import Tensor, describe
 from .. import autocast as _autocast
 from ..base import LAYER_INPUT, Op, Saved, apply
+from . import conv2d_blocked as blocked
+from . import conv2d_winograd as winograd
 
 _X = Saved.input(0, LAYER_INPUT)
 _W = Saved.input(1)
@@ -212,6 +214,10 @@ def _conv_forward(spec: _ConvSpec, x, w, b=None) -> np.ndarray:
     if crop is not None:  # taps that read only padding: a smaller kernel, same output
         spec, rows, cols = crop
         w = np.ascontiguousarray(w[:, :, rows, cols])
+    if winograd.applies(spec, w.shape, x.dtype, w.dtype) and _blocked(spec, x, w):
+        return winograd.forward(spec, x, w, b)
+    if _blocked(spec, x, w):
+        return blocked.forward(spec, x, w, b)
     N = x.shape[0]
     O, Cg, kh, kw = w.shape
     G = spec.groups
@@ -233,6 +239,18 @@ def _conv_forward(spec: _ConvSpec, x, w, b=None) -> np.ndarray:
     if b is not None:
         out += b.reshape(O, 1, 1)
     return out
+
+
+def _blocked(spec: _ConvSpec, x, w, out_channels: int | None = None) -> bool:
+    """Whether conv2d_blocked does it: one group, float32/float64 (its C kernels or NumPy's
+    copies), at least SMALL_MACS of work; other cases keep the whole-batch im2col below,
+    cheaper in Python calls for small convs (8x8 maps of 16 channels)."""
+    return spec.groups == 1 and x.dtype == w.dtype and x.dtype in blocked.DTYPES and \
+        x.size * (out_channels or w.shape[0]) * w.shape[-2] * w.shape[-1] >= SMALL_MACS
+
+
+# input elements x out channels x taps below which conv2d keeps its whole-batch im2col
+SMALL_MACS = 1 << 24
 
 
 def _full_conv_spec(spec: _ConvSpec, kh: int, kw: int) -> _ConvSpec | None:
@@ -318,6 +336,8 @@ def _input_grad_full(spec: _ConvSpec, x_shape, g, w) -> np.ndarray:
     O, Cg, kh, kw = w.shape
     G = spec.groups
     full = _full_conv_spec(spec, kh, kw)
+    if full is None and _blocked(spec, g, w, w.shape[1]):  # strided: gemm + col2im by blocks
+        return blocked.input_grad(spec, x_shape, g, w)
     if full is not None:  # stride 1: a convolution of g with the flipped kernel
         wf = w.reshape(G, O // G, Cg, kh, kw).transpose(0, 2, 1, 3, 4)[..., ::-1, ::-1]
         return _conv_forward(full, g, np.ascontiguousarray(wf).reshape(G * Cg, O // G,
@@ -378,6 +398,11 @@ def _weight_grad(spec: _ConvSpec, w_shape, x, g) -> np.ndarray:
     """dw of conv2d: sum over the batch of g @ im2col(x)^T, one matmul per group."""
     O, Cg, kh, kw = w_shape
     G = spec.groups
+    big = _blocked(spec, x, np.empty(w_shape[2:], g.dtype), w_shape[0])
+    if big and winograd.applies(spec, w_shape, x.dtype, g.dtype):
+        return winograd.weight_grad(spec, w_shape, x, g)
+    if big:
+        return blocked.weight_grad(spec, w_shape, x, g)
     if spec.channels_last(x, kh, kw):
         K = kh * kw * Cg
         cols = spec.cols_nhwc(x, kh, kw).reshape(-1, K)          # [N*L, K]

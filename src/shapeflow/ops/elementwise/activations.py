@@ -14,6 +14,7 @@ from .. import gelu_kernels
 from ..base import OUT_ACT, X0, X0_ACT, Op, apply
 from ._common import refuse_dtype
 from .compare import where
+from .silu_fused import SiluBackward, silu_forward
 from .unary import Unary, exp
 
 
@@ -92,6 +93,9 @@ class _FloatOnly(Unary):
         return x.shape, x.dtype
 
 
+_F3264 = (_dt.float32, _dt.float64)  # SiluBackward's dtypes (16-bit: the composite path)
+
+
 class Silu(_FloatOnly):
     name = "silu"
 
@@ -100,10 +104,12 @@ class Silu(_FloatOnly):
 
     @staticmethod
     def fn(x):
-        return x * _sigmoid(x)
+        return silu_forward(x, _sigmoid)  # one compiled pass for float32
 
     def backward(self, g):
         (x,) = self.saved_tensors
+        if not grad_mode.is_grad_enabled() and g.dtype is x.dtype and x.dtype in _F3264:
+            return (apply(SiluBackward(), g, x),)  # no grad of grad: one op
         s = sigmoid(x)
         return (g * s * (1.0 + x * (1.0 - s)),)
 

@@ -18,6 +18,7 @@ from ...shape import broadcast_shapes
 from ...tensor import Tensor
 from ..base import OUT, X0, X1, Op, apply
 from ._common import _NUMBER, _as_operand
+from .broadcast_runs import widened
 from .scalar import (
     AddScalar,
     DivScalar,
@@ -52,7 +53,13 @@ class Binary(Op):
             same = sa is sb or sa == sb
         except ShapeflowError:  # symbols that cannot be told apart
             same = False
-        shape = sa if same else broadcast_shapes(sa, sb, self.name)
+        if same:
+            shape = sa
+        else:
+            shape = broadcast_shapes(sa, sb, self.name)
+            fn = getattr(self, "fn", None)
+            if fn is not None:  # short broadcast runs made long (same-shape ops: no cost)
+                self.fn = widened(fn)
         if a.dtype is b.dtype:
             dt = a.dtype
         elif bool(sa) == bool(sb):

@@ -157,6 +157,94 @@ def _pad_index(n: int, a: int, b: int, mode: str) -> np.ndarray:
     return np.clip(i, 0, n - 1)
 
 
+def _reflect_fill(out: np.ndarray, pairs) -> None:
+    """Fill the edges of out, its interior already written, with the interior's reflection,
+    one padded dim at a time from the last (later dims copy whole, already padded planes)."""
+    for d in range(out.ndim - 1, -1, -1):
+        a, b = pairs[d]
+        if not (a or b):
+            continue
+        n = out.shape[d] - a - b
+        lead = (slice(None),) * d
+        if a:
+            out[lead + (slice(0, a),)] = out[lead + (slice(2 * a, a, -1),)]
+        if b:
+            out[lead + (slice(a + n, a + n + b),)] = \
+                out[lead + (slice(a + n - 2, a + n - 2 - b if a + n - 2 - b >= 0 else None,
+                                  -1),)]
+
+
+def _reflect_fold(g: np.ndarray, pairs) -> np.ndarray:
+    """The adjoint of _reflect_fill: each edge entry added back to the interior entry it
+    copied, then the interior cut out (dims first to last: the reverse of the fill)."""
+    for d in range(g.ndim):
+        a, b = pairs[d]
+        if not (a or b):
+            continue
+        n = g.shape[d] - a - b
+        lead = (slice(None),) * d
+        gi = g[lead + (slice(a, a + n),)].copy()
+        if a:
+            gi[lead + (slice(1, a + 1),)] += g[lead + (slice(a - 1, None, -1),)]
+        if b:
+            gi[lead + (slice(n - 1 - b, n - 1),)] += \
+                g[lead + (slice(a + n + b - 1, a + n - 1, -1),)]
+        g = gi
+    return g
+
+
+class ReflectPad(Op):
+    """Reflection padding (the edge not repeated) of the trailing dims, pads >= 0 and below
+    each dim's size: slice copies forward and slice adds backward (no index arrays)."""
+
+    name = "reflection_pad"
+
+    def __init__(self, pairs) -> None:
+        self.pairs = tuple(pairs)  # (before, after) for every dim of the input
+
+    def infer(self, x):
+        return tuple(s + a + b for s, (a, b) in zip(x.shape, self.pairs)), x.dtype
+
+    def forward(self, x):
+        out = np.empty(tuple(s + a + b for s, (a, b) in zip(x.shape, self.pairs)), x.dtype)
+        out[tuple(slice(a, a + s) for s, (a, _) in zip(x.shape, self.pairs))] = x
+        _reflect_fill(out, self.pairs)
+        return out
+
+    def backward(self, g):
+        return (apply(ReflectPadBackward(self.pairs), g),)
+
+
+class ReflectPadBackward(Op):
+    """The gradient of ReflectPad (its adjoint); its own gradient is ReflectPad again."""
+
+    name = "reflection_pad_backward"
+
+    def __init__(self, pairs) -> None:
+        self.pairs = tuple(pairs)
+
+    def infer(self, g):
+        return tuple(s - a - b for s, (a, b) in zip(g.shape, self.pairs)), g.dtype
+
+    def forward(self, g):
+        return np.ascontiguousarray(_reflect_fold(g, self.pairs))
+
+    def backward(self, gg):
+        return (apply(ReflectPad(self.pairs), gg),)
+
+
+def _reflect_pairs(x: Tensor, pad: tuple):
+    """Per-dim (before, after) for reflect padding that ReflectPad covers, else None."""
+    pairs = [(0, 0)] * x.ndim
+    for i in range(len(pad) // 2):
+        d, a, b = x.ndim - 1 - i, pad[2 * i], pad[2 * i + 1]
+        n = x.shape[d]
+        if type(n) is not int or a < 0 or b < 0 or (a or b) and not (a < n and b < n):
+            return None
+        pairs[d] = (a, b)
+    return pairs
+
+
 def pad(x: Tensor, pad, mode: str = "constant", value=0) -> Tensor:
     """F.pad: pad = (left, right) for the last dim, then the one before, ..."""
     pad = tuple(pad)
@@ -167,6 +255,10 @@ def pad(x: Tensor, pad, mode: str = "constant", value=0) -> Tensor:
                                 hint="use 'constant', 'reflect', 'replicate' or 'circular'")
     if len(pad) % 2 or len(pad) // 2 > x.ndim:
         Pad(pad).infer(x)  # raises, as constant padding; a crop past the edge is fine here
+    if mode == "reflect" and any(pad):
+        pairs = _reflect_pairs(x, pad)
+        if pairs is not None:
+            return apply(ReflectPad(pairs), x)
     for i in range(len(pad) // 2):
         d, a, b = x.ndim - 1 - i, pad[2 * i], pad[2 * i + 1]
         if a == 0 and b == 0:

@@ -5,7 +5,15 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import ShapeError, ShapeIndexError, ShapeRuntimeError
-from ...shape import format_shape, is_concrete, normalize_dim, prod_dims, shapes_equal
+from ...shape import (
+    dims_equal,
+    format_shape,
+    is_concrete,
+    normalize_dim,
+    normalize_dims,
+    prod_dims,
+    shapes_equal,
+)
 from ...tensor import Tensor, describe
 from .. import meta_layout
 from ..base import Op, apply
@@ -54,8 +62,6 @@ def infer_reshape(shape, target, op: str = "reshape") -> tuple:
     for s in target:
         if type(s) is int and s < 0:
             raise ShapeRuntimeError(f"{op}: invalid size {s} in {format_shape(target)}", op=op)
-    from ...shape import dims_equal
-
     same = dims_equal(prod_dims(target), n)
     if same is None:
         raise ShapeRuntimeError(
@@ -240,8 +246,6 @@ def permute(x: Tensor, *dims) -> Tensor:
 
 
 def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
-    from ...shape import normalize_dim
-
     n = x.ndim
     if n < 2 and dim0 in (0, -1) and dim1 in (0, -1):
         return x
@@ -252,16 +256,12 @@ def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
 
 
 def unsqueeze(x: Tensor, dim: int) -> Tensor:
-    from ...shape import normalize_dim
-
     d = normalize_dim(dim, x.ndim + 1, "unsqueeze")
     shape = tuple(x.shape)
     return _view_apply(Reshape(shape[:d] + (1,) + shape[d:]), x)
 
 
 def squeeze(x: Tensor, dim=None) -> Tensor:
-    from ...shape import normalize_dims
-
     shape = tuple(x.shape)
     if dim is None:
         dims = {i for i, s in enumerate(shape) if type(s) is int and s == 1}

@@ -192,9 +192,10 @@ class FlashAttention(Attention):
             qb = _as(q[..., i0:i1, :], work)
             dob = _as(do[..., i0:i1, :], work)
             lse_b = np.ascontiguousarray(lse[..., i0:i1])
-            # rowsum(dO * O) = rowsum(P * dP): one [..., rows] vector instead of P
-            delta_b = np.einsum("...i,...i->...", dob,
-                                _as(out[..., i0:i1, :], work), dtype=lse.dtype)
+            # rowsum(dO * O) = rowsum(P * dP): one [..., rows] vector instead of P, C-ordered
+            # for the compiled kernel (from heads-last inputs einsum returns a strided one)
+            delta_b = np.ascontiguousarray(np.einsum(
+                "...i,...i->...", dob, _as(out[..., i0:i1, :], work), dtype=lse.dtype))
             dq_b = dq[..., i0:i1, :] if dq.dtype == work else np.empty(qb.shape, work)
             panels = self._panels(i0, i1, S)
             if not panels:  # no keys: nothing flows back

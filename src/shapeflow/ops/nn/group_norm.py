@@ -2,7 +2,8 @@
 
 group_norm is layer_norm over [N, G, C/G * spatial] (its saved set: the input and [N, G]
 mean and rstd, counted as normalization statistics), then a per-channel affine.
-instance_norm is batch_norm over [1, N*C, spatial], as PyTorch computes it.
+instance_norm is one fused primitive (instance_norm.py); with running estimates it is
+batch_norm over [1, N*C, spatial], as PyTorch computes it.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from ...errors import ShapeError
 from ...shape import dims_equal, format_shape
 from ...tensor import Tensor, describe
 from .batch_norm import batch_norm
+from .instance_norm import instance_norm_fused
 from .norm import layer_norm
 
 
@@ -71,6 +73,8 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,
             raise ValueError(f"{op}: running_mean and running_var are needed when "
                              "use_input_stats=False")
         return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
+    if running_mean is None and running_var is None:  # the usual case: one fused op
+        return instance_norm_fused(input, weight, bias, eps)
     N, C = input.shape[0], input.shape[1]
     x = input.reshape(1, N * C, *input.shape[2:])
     rm = rv = None

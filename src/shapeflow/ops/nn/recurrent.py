@@ -5,7 +5,7 @@ one node for L steps, so backward through time never recurses in Python and a 2,
 sequence costs one node. Its `saved` set is the per-step memory of training: the activated
 gates of every step ([L, B, 4H] for an LSTM, the "recurrent gates" of a memory report) and
 the h (and c) of every step (the op's output), which is why an RNN's training memory grows
-linearly with L. The cells (nn.LSTMCell ...) are the same op over one step.
+linearly with L. nn.RNNCell and nn.GRUCell are this op over one step (nn.LSTMCell: lstm_cell.py).
 
 Inputs: x [L, B, F] (or packed rows [N, F] with `batch_sizes`), h0 [B, P], c0 [B, H] (LSTM),
 weight_ih, weight_hh, bias_ih and bias_hh (when bias), weight_hr (LSTM with proj_size).
