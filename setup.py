@@ -19,6 +19,8 @@ _NATIVE = {"x86_64": ["-march=native"], "AMD64": ["-march=native"],
 # rounding stay IEEE (-ffp-contract=off: no fused multiply-add either)
 _IEEE = ["-O3", "-fno-trapping-math", "-fno-math-errno", "-ffp-contract=off", "-fopenmp-simd"]
 _PRODUCTS = ["-O3", "-ffp-contract=off"]
+# attention's online softmax is compared with NumPy at a tolerance: fused multiply-adds allowed
+_ATTENTION = ["-O3", "-fno-trapping-math", "-fno-math-errno", "-fopenmp-simd"]
 
 
 def _kernel_library(name: str, source: str, macro: str, flags: list[str]) -> Extension:
@@ -38,6 +40,8 @@ setup(ext_modules=[
                     _IEEE),
     _kernel_library("_norm_act_kernels", "norm_act_kernels.c", "SHAPEFLOW_NORM_ACT_SOURCE",
                     _IEEE),
+    _kernel_library("_paged_attention", "paged_attention.c", "SHAPEFLOW_PAGED_SOURCE",
+                    _ATTENTION),  # serving: attention over a paged KV cache
     Extension("shapeflow.backend._alloc", ["src/shapeflow/backend/alloc.c"],
               include_dirs=[numpy.get_include()], extra_compile_args=["-O2"], optional=True),
 ])

@@ -109,6 +109,8 @@ BAD_COMMANDS = [
     (["quant", "resnet"], "ShapeflowError: quant: unknown model 'resnet'"),
     (["quant", "vit", "--scheme", "int3"], "QuantError: quantize: unknown scheme 'int3'"),
     (["quant", "gpt", "--checkpoint", "no_such.safetensors"], "CheckpointError"),
+    (["bench", "serve", "--goodput", "ttfx:5"], "ShapeflowError: bench: --goodput takes"),
+    (["serve", "no_such.sf"], "CheckpointError: no_such.sf: no such file or directory"),
 ]
 
 

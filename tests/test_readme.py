@@ -2,12 +2,19 @@
 states next to code (a comment after a print, an error it shows) is what the code prints."""
 
 import ast
+import contextlib
 import io
 import re
 import shlex
+import signal
+import socket
+import subprocess
+import sys
+import time
 import tokenize
 from pathlib import Path
 
+import httpx
 import pytest
 
 import shapeflow as sf
@@ -219,9 +226,64 @@ def test_each_readme_command_runs(argv, tmp_path, monkeypatch, capsys):
             cli.main(argv)
         assert done.value.code == 0
         return
+    if argv[0] in ("serve", "bench"):  # they serve what `train gpt --save PATH` wrote
+        _train_checkpoint(tmp_path / PLACEHOLDERS["PATH"])
+    if argv[0] == "serve":  # a server runs until stopped: up, answering, then Ctrl-C
+        with _served(tmp_path / PLACEHOLDERS["PATH"], *argv[2:]) as url:
+            assert httpx.get(f"{url}/v1/models", timeout=5,
+                             headers={"Authorization": "Bearer KEY"}).status_code == 200
+        return
     assert cli.main(argv) == 0, capsys.readouterr().err
     if "-o" in argv:
         assert (tmp_path / argv[argv.index("-o") + 1]).stat().st_size > 1000
+
+
+def _train_checkpoint(path: Path) -> None:
+    from shapeflow import cli
+
+    assert cli.main(["train", "gpt", "--steps", "2", "--save", str(path),
+                     "--sample-tokens", "5"]) == 0
+
+
+@contextlib.contextmanager
+def _served(checkpoint: Path, *args: str):
+    """`shapeflow serve CHECKPOINT ARGS` on a free loopback port; its URL until stopped."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "shapeflow", "serve", str(checkpoint),
+                             "--port", str(port), "--log-level", "warning", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, proc.stdout.read()
+            with contextlib.suppress(httpx.TransportError):
+                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                    break
+            assert time.monotonic() < deadline, "shapeflow serve did not come up"
+            time.sleep(0.1)
+        yield url
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=30)
+        assert proc.returncode == 0, out
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=10)
+
+
+def test_the_readme_client_talks_to_a_served_checkpoint(tmp_path, capsys):
+    """The README's `openai` snippet, as written but for the port, against `shapeflow serve`."""
+    block = re.search(r"```python client\n(.*?)```", README.read_text(), re.S).group(1)
+    _train_checkpoint(tmp_path / "gpt.ckpt")
+    with _served(tmp_path / "gpt.ckpt") as url:
+        assert "http://127.0.0.1:8000/v1" in block
+        exec(compile(block.replace("http://127.0.0.1:8000", url), "README.md", "exec"), {})
+    printed = capsys.readouterr().out
+    # the completion's text, then its token count: 32 characters of a character model
+    assert re.search(r" 32\n", printed), printed
 
 
 # ---- the pictures ----------------------------------------------------------------------------

@@ -35,6 +35,15 @@ _BF16, _F16 = np.dtype(ml_dtypes.bfloat16), np.dtype(np.float16)
 # below this many rows MKL's bf16 gemm keeps up with bf16gemm.c (measured: 8x256x1024
 # 34 vs 36 GFLOP/s, 128x256x128 117 vs 82, 1024^3 175 vs 98, one thread, Zen 4)
 BF16GEMM_MIN_ROWS = 16
+# A few rows times a wide weight (a vocabulary projection, a batch of decodes): MKL's kernel
+# for 3-16 rows runs it well below memory speed, its one-row gemv below its two-row kernel
+# (768x50257, one thread, Zen 4: 1/2/3/8 rows 11.4/8.3/21.8/27.7 ms). Column blocks of
+# WIDE_BLOCK keep each block's packed operand in cache (3/8 rows: 11.7/20.3 ms), and one row
+# runs as two (the second zeros). Three rows run as four on any big weight: MKL's
+# three-row kernel is the slowest of 1-8 (GPT-2-small's layer weights: 3 rows 44 ms, 4 rows
+# 37.5 ms).
+WIDE_N, WIDE_BLOCK, WIDE_MAX_ROWS, PAD_MIN_WEIGHT = 8192, 2048, 16, 1 << 20
+_PAD_ROWS = {1: 2, 3: 4}  # rows -> the rows MKL runs faster (wide b: both; else only 3)
 _HALF_GEMM: dict = {_BF16: None, _F16: None}  # 16-bit dtype -> cblas_gemm_*f32 or None
 _state = {"loaded": False}
 
@@ -147,6 +156,8 @@ def matmul(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None = None) -> np.n
     oa, ob = _operand(a), _operand(b)
     if oa is None or ob is None:
         return _numpy(a, b, bias)
+    if m <= WIDE_MAX_ROWS and k * n >= PAD_MIN_WEIGHT and (n >= WIDE_N or m == 3):
+        return _few_rows(fn, a, oa, ob, b, bias)
     out = np.empty((m, n), dtype)
     if bias is not None:
         np.copyto(out, bias)
@@ -154,6 +165,33 @@ def matmul(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None = None) -> np.n
     fn(_ROW_MAJOR, oa[0], ob[0], m, n, k, 1.0, address(a), oa[1], address(b), ob[1],
        0.0 if bias is None else 1.0, address(out), n)
     return out
+
+
+def _few_rows(fn, a: np.ndarray, oa: tuple, ob: tuple, b: np.ndarray,
+              bias: np.ndarray | None) -> np.ndarray:
+    """a @ b (+ bias) for a few rows of a and a big b: padded rows, and column blocks when
+    b is wide (see WIDE_N)."""
+    (m, k), n = a.shape, b.shape[1]
+    rows = m
+    wide = n >= WIDE_N
+    if m in _PAD_ROWS and (wide or m == 3):  # zero rows: the faster kernel, then dropped
+        pad = np.zeros((_PAD_ROWS[m], k), a.dtype)
+        pad[:m] = a
+        a, oa, m = pad, (_NO_TRANS, k, pad), pad.shape[0]
+    out = np.empty((m, n), a.dtype)
+    if bias is not None:
+        np.copyto(out, bias)
+    beta = 0.0 if bias is None else 1.0
+    item, pa, pb, po = a.itemsize, address(a), address(b), address(out)
+    # column j of op(b) starts j elements in (row-major b) or j rows in (transposed b)
+    col = item if ob[0] == _NO_TRANS else ob[1] * item
+    block = WIDE_BLOCK if wide else n
+    threads.for_product(m * block * k)
+    for j in range(0, n, block):
+        w = min(block, n - j)
+        fn(_ROW_MAJOR, oa[0], ob[0], m, w, k, 1.0, pa, oa[1], pb + j * col, ob[1], beta,
+           po + j * item, n)
+    return out[:rows] if rows != m else out
 
 
 def matmul_acc(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:

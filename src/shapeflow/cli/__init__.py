@@ -27,13 +27,13 @@ class _Version(argparse.Action):
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser for `shapeflow [--version] COMMAND ...`, each subcommand from its module."""
-    from . import demo, graph, memory, quant, run, summary, train
+    from . import bench, demo, graph, memory, quant, run, serve, summary, train
 
     p = argparse.ArgumentParser(prog="shapeflow", description=__doc__)
     p.add_argument("--version", action=_Version, nargs=0,
                    help="the version and which native parts of the cpu backend are in use")
     sub = p.add_subparsers(dest="command", required=True)
-    for command in (demo, train, summary, memory, graph, run, quant):
+    for command in (demo, train, summary, memory, graph, run, quant, bench, serve):
         command.add_parser(sub)
     return p
 

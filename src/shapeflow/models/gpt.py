@@ -24,6 +24,8 @@ class GPTConfig:
     dropout: float = 0.0
     bias: bool = True
     n_kv_head: int | None = None  # grouped-query attention when < n_head (memory planning)
+    activation: str = "gelu"  # "gelu_tanh": GPT-2's tanh approximation (a loaded HF GPT-2)
+    layer_norm_eps: float = 1e-5
 
 
 class KVCache:
@@ -117,7 +119,7 @@ class MLP(nn.Module):
     def __init__(self, config: GPTConfig, device=None) -> None:
         super().__init__()
         self.c_fc = nn.Linear(config.n_embd, 4 * config.n_embd, bias=config.bias, device=device)
-        self.gelu = nn.GELU()
+        self.gelu = nn.GELU(approximate=GELU_APPROXIMATE[config.activation])
         self.c_proj = nn.Linear(4 * config.n_embd, config.n_embd, bias=config.bias,
                                 device=device)
         self.dropout = nn.Dropout(config.dropout)
@@ -130,9 +132,10 @@ class Block(nn.Module):
     def __init__(self, config: GPTConfig, device=None) -> None:
         super().__init__()
         # built on `device` directly: a meta GPT-3 never allocates its 175B weights on cpu
-        self.ln_1 = nn.LayerNorm(config.n_embd, bias=config.bias, device=device)
+        eps = config.layer_norm_eps
+        self.ln_1 = nn.LayerNorm(config.n_embd, eps=eps, bias=config.bias, device=device)
         self.attn = CausalSelfAttention(config, device)
-        self.ln_2 = nn.LayerNorm(config.n_embd, bias=config.bias, device=device)
+        self.ln_2 = nn.LayerNorm(config.n_embd, eps=eps, bias=config.bias, device=device)
         self.mlp = MLP(config, device)
 
     def forward(self, x, cache: KVCache | None = None, layer: int = 0):
@@ -141,6 +144,7 @@ class Block(nn.Module):
 
 
 RECOMPUTE = ("none", "selective", "full")
+GELU_APPROXIMATE = {"gelu": "none", "gelu_tanh": "tanh"}  # GPTConfig.activation -> nn.GELU
 
 
 class GPT(nn.Module):
@@ -152,21 +156,26 @@ class GPT(nn.Module):
 
     def __init__(self, vocab_size: int = 50304, block_size: int = 1024, n_layer: int = 12,
                  n_head: int = 12, n_embd: int = 768, dropout: float = 0.0, bias: bool = True,
-                 checkpoint: bool = False, device=None, recompute: str | None = None) -> None:
+                 checkpoint: bool = False, device=None, recompute: str | None = None,
+                 activation: str = "gelu", layer_norm_eps: float = 1e-5) -> None:
         super().__init__()
+        if activation not in GELU_APPROXIMATE:
+            raise ValueError(f"GPT: activation must be one of {', '.join(GELU_APPROXIMATE)}, "
+                             f"got {activation!r}")
         if recompute is not None and recompute not in RECOMPUTE:
             raise ValueError(f"GPT: recompute must be one of {', '.join(RECOMPUTE)}, got "
                              f"{recompute!r}")
         if checkpoint and recompute not in (None, "full"):
             raise ValueError(f"GPT: checkpoint=True is recompute='full', not {recompute!r}")
-        self.config = GPTConfig(vocab_size, block_size, n_layer, n_head, n_embd, dropout, bias)
+        self.config = GPTConfig(vocab_size, block_size, n_layer, n_head, n_embd, dropout, bias,
+                                activation=activation, layer_norm_eps=layer_norm_eps)
         c = self.config
         self.transformer = nn.ModuleDict(dict(
             wte=nn.Embedding(c.vocab_size, c.n_embd, device=device),
             wpe=nn.Embedding(c.block_size, c.n_embd, device=device),
             drop=nn.Dropout(c.dropout),
             h=nn.ModuleList(Block(c, device) for _ in range(c.n_layer)),
-            ln_f=nn.LayerNorm(c.n_embd, bias=c.bias, device=device),
+            ln_f=nn.LayerNorm(c.n_embd, eps=c.layer_norm_eps, bias=c.bias, device=device),
         ))
         self.lm_head = nn.Linear(c.n_embd, c.vocab_size, bias=False, device=device)
         self.lm_head.weight = self.transformer.wte.weight  # tied, as in GPT-2
@@ -179,6 +188,21 @@ class GPT(nn.Module):
         for name, p in self.named_parameters():
             if name.endswith("c_proj.weight"):  # GPT-2's scaled init of residual projections
                 nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * c.n_layer))
+
+    @classmethod
+    def from_pretrained(cls, path) -> GPT:
+        """A Hugging Face GPT-2-layout directory (config.json, model.safetensors), as
+        transformers' GPT2LMHeadModel computes it (models/hf_gpt2.py)."""
+        from .hf_gpt2 import load_hf_gpt2
+
+        return load_hf_gpt2(path)
+
+    def save_pretrained(self, path) -> None:
+        """Write a Hugging Face GPT-2-layout directory that `from_pretrained` and
+        transformers' GPT2LMHeadModel load."""
+        from .hf_gpt2 import save_hf_gpt2
+
+        save_hf_gpt2(self, path)
 
     @staticmethod
     def _init_weights(module) -> None:
