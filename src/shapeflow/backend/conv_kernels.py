@@ -15,8 +15,8 @@ import os
 
 import numpy as np
 
-from . import gemm
-from .kernels import _cpu_flags, address
+from . import gemm, native
+from .kernels import address
 
 _P, _N, _D = ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_double
 _TYPES = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
@@ -34,44 +34,12 @@ _state: dict = {"lib": None, "loaded": False, "enabled": True, "refused": None}
 
 def _load():
     _state["loaded"] = True
-    if "0" in (os.environ.get("SHAPEFLOW_KERNELS", ""), os.environ.get(
-            "SHAPEFLOW_CONV_KERNELS", "")):
-        return None
-    import hashlib
-    from importlib.util import find_spec
-
-    spec = find_spec("shapeflow.backend._conv_kernels")  # plain C: found, not imported
-    if spec is None or not spec.origin:
-        return None
-    try:
-        lib = ctypes.CDLL(spec.origin)
-        isa = ctypes.string_at(ctypes.addressof(ctypes.c_char.in_dll(lib, "shapeflow_conv_isa")))
-        built = ctypes.string_at(ctypes.addressof(
-            ctypes.c_char.in_dll(lib, "shapeflow_conv_source"))).decode()
-        fns = {f"{name}_{sfx}": (getattr(lib, f"{name}_{sfx}"), args)
-               for name, args in _SIGNATURES.items() for sfx in ("f32", "f64")}
-        fns.update({f"{name}_f32": (getattr(lib, f"{name}_f32"), args)
-                    for name, args in _F32_ONLY.items()})
-    except (OSError, ValueError, AttributeError):
-        _state["refused"] = "not loadable, or built from an older conv_kernels.c"
-        return None
-    try:
-        with open(_FILE, "rb") as f:
-            digest = hashlib.sha256(f.read()).hexdigest()
-    except OSError:
-        digest = None
-    if digest is not None and built != digest:  # same names, other semantics: refuse it
-        _state["refused"] = ("built from another conv_kernels.c: rebuild it "
-                             "(python setup.py build_ext --inplace)")
-        return None
-    flags = _cpu_flags()
-    if flags is not None and not set(isa.decode().split()) <= flags:
-        _state["refused"] = "built for instructions this CPU lacks"
-        return None
-    for fn, args in fns.values():
-        fn.argtypes, fn.restype = args, None
-    _state["lib"] = lib
-    return lib
+    signatures = {f"{name}_{sfx}": args for name, args in _SIGNATURES.items()
+                  for sfx in ("f32", "f64")}
+    signatures.update({f"{name}_f32": args for name, args in _F32_ONLY.items()})
+    _state["lib"] = native.load("_conv_kernels", _FILE, "conv", signatures, _state,
+                                switches=("SHAPEFLOW_KERNELS", "SHAPEFLOW_CONV_KERNELS"))
+    return _state["lib"]
 
 
 def _fn(name: str, *arrays):

@@ -13,7 +13,8 @@ import os
 
 import numpy as np
 
-from .kernels import _cpu_flags, address
+from . import native
+from .kernels import address
 
 _P, _N = ctypes.c_void_p, ctypes.c_ssize_t
 _SIGNATURES = {
@@ -26,40 +27,7 @@ _state: dict = {"loaded": False, "lib": None, "enabled": True, "refused": None}
 
 
 def _library():
-    import hashlib  # here: `import shapeflow` need not pay for OpenSSL
-    from importlib.util import find_spec
-
-    if os.environ.get("SHAPEFLOW_KERNELS", "") == "0":
-        return None
-    spec = find_spec("shapeflow.backend._norm_act_kernels")  # plain C: found, not imported
-    if spec is None or not spec.origin:
-        return None
-    try:
-        lib = ctypes.CDLL(spec.origin)
-        isa = ctypes.string_at(ctypes.addressof(
-            ctypes.c_char.in_dll(lib, "shapeflow_norm_act_isa"))).decode()
-        built = ctypes.string_at(ctypes.addressof(
-            ctypes.c_char.in_dll(lib, "shapeflow_norm_act_source"))).decode()
-        fns = {name: getattr(lib, name) for name in _SIGNATURES}
-    except (OSError, ValueError, AttributeError):
-        _state["refused"] = "built from an older norm_act_kernels.c: rebuild it"
-        return None
-    try:
-        with open(_FILE, "rb") as f:
-            digest = hashlib.sha256(f.read()).hexdigest()
-    except OSError:
-        digest = None
-    if digest is not None and built != digest:  # same names, other semantics
-        _state["refused"] = ("built from another norm_act_kernels.c: rebuild it "
-                             "(python setup.py build_ext --inplace)")
-        return None
-    flags = _cpu_flags()
-    if flags is not None and not set(isa.split()) <= flags:
-        _state["refused"] = "built for instructions this CPU lacks"
-        return None
-    for name, fn in fns.items():
-        fn.argtypes, fn.restype = _SIGNATURES[name], None
-    return lib
+    return native.load("_norm_act_kernels", _FILE, "norm_act", _SIGNATURES, _state)
 
 
 def _lib():

@@ -15,7 +15,8 @@ import os
 
 import numpy as np
 
-from ..backend.kernels import _cpu_flags, address
+from ..backend import native
+from ..backend.kernels import address
 from ..errors import ArgumentError, ShapeError
 
 __all__ = ["available", "paged_attention", "paged_attention_reference", "set_enabled",
@@ -35,42 +36,10 @@ _F32 = np.dtype(np.float32)
 def _load():
     """backend/_paged_attention where it was built from the paged_attention.c beside it, for
     this CPU, and SHAPEFLOW_KERNELS is not "0"; else None (NumPy)."""
-    from importlib.util import find_spec
-
     _state["loaded"] = True
-    if os.environ.get("SHAPEFLOW_KERNELS", "") == "0":
-        return None
-    spec = find_spec("shapeflow.backend._paged_attention")  # plain C: found, not imported
-    if spec is None or not spec.origin:
-        return None
-    try:
-        lib = ctypes.CDLL(spec.origin)
-        isa = ctypes.string_at(ctypes.addressof(ctypes.c_char.in_dll(lib, "shapeflow_paged_isa")))
-        built = ctypes.string_at(ctypes.addressof(
-            ctypes.c_char.in_dll(lib, "shapeflow_paged_source"))).decode()
-        fns = [(getattr(lib, name), args) for name, args in _SIGNATURES.items()]
-    except (OSError, ValueError, AttributeError):
-        _state["refused"] = "not loadable, or built from an older paged_attention.c"
-        return None
-    import hashlib  # here: `import shapeflow` need not pay for OpenSSL
-
-    try:
-        with open(_SOURCE_FILE, "rb") as f:
-            digest = hashlib.sha256(f.read()).hexdigest()
-    except OSError:
-        digest = None
-    if digest is not None and built != digest:  # same names, other semantics
-        _state["refused"] = ("built from another paged_attention.c: rebuild it "
-                             "(python setup.py build_ext --inplace)")
-        return None
-    flags = _cpu_flags()
-    if flags is not None and not set(isa.decode().split()) <= flags:
-        _state["refused"] = "built for instructions this CPU lacks"
-        return None
-    for fn, args in fns:
-        fn.argtypes, fn.restype = args, ctypes.c_int
-    _state["lib"] = lib
-    return lib
+    _state["lib"] = native.load("_paged_attention", _SOURCE_FILE, "paged", _SIGNATURES, _state,
+                                restype=ctypes.c_int)
+    return _state["lib"]
 
 
 def _lib():
