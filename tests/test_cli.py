@@ -111,6 +111,10 @@ BAD_COMMANDS = [
     (["quant", "gpt", "--checkpoint", "no_such.safetensors"], "CheckpointError"),
     (["bench", "serve", "--goodput", "ttfx:5"], "ShapeflowError: bench: --goodput takes"),
     (["serve", "no_such.sf"], "CheckpointError: no_such.sf: no such file or directory"),
+    (["serve", "x.sf", "--max-prefill-tokens-per-step", "0"],
+     "ShapeflowError: --max-prefill-tokens-per-step must be at least 1, got 0"),
+    (["serve", "x.sf", "--prefill-latency-budget", "0"],
+     "ShapeflowError: --prefill-latency-budget must be above 0, got 0.0"),
 ]
 
 

@@ -462,7 +462,7 @@ def test_cli_serves_a_checkpoint_and_shuts_down(model, tmp_path: Path):
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     proc = subprocess.Popen([sys.executable, "-m", "shapeflow", "serve", str(ckpt), "--port",
                              str(port), "--api-key", "sekrit", "--block-size", "8",
-                             "--model-name", "tiny",
+                             "--model-name", "tiny", "--max-prefill-tokens-per-step", "8",
                              "--log-level", "warning"], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"

@@ -35,6 +35,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="do not reuse the KV blocks of shared prompt prefixes")
     s.add_argument("--no-chunked-prefill", action="store_true",
                    help="prefill each prompt in one step, however long")
+    s.add_argument("--max-prefill-tokens-per-step", type=int, default=None,
+                   help="prompt tokens a step that runs decodes adds at most (default: sized "
+                   "from measured step times, see --prefill-latency-budget)")
+    s.add_argument("--prefill-latency-budget", type=float, default=0.5,
+                   help="time a prefill chunk may add to a decode step, as a fraction of "
+                   "that step's (default 0.5)")
     s.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"],
                    help="uvicorn's log level (default info)")
     s.set_defaults(func=run)
@@ -46,7 +52,11 @@ def run(args: argparse.Namespace) -> int:
     from ._inputs import check_positive
 
     check_positive(port=args.port, block_size=args.block_size, max_num_seqs=args.max_num_seqs,
-                   max_num_batched_tokens=args.max_num_batched_tokens)
+                   max_num_batched_tokens=args.max_num_batched_tokens,
+                   max_prefill_tokens_per_step=args.max_prefill_tokens_per_step)
+    if not args.prefill_latency_budget > 0:
+        raise ShapeflowError(f"--prefill-latency-budget must be above 0, got "
+                             f"{args.prefill_latency_budget}")
     if args.max_queue < 0:
         raise ShapeflowError(f"--max-queue must be at least 0, got {args.max_queue}")
     try:
@@ -64,7 +74,9 @@ def run(args: argparse.Namespace) -> int:
                     max_num_seqs=args.max_num_seqs,
                     max_num_batched_tokens=args.max_num_batched_tokens,
                     enable_prefix_caching=not args.no_prefix_caching,
-                    enable_chunked_prefill=not args.no_chunked_prefill, kv_dtype=args.kv_dtype)
+                    enable_chunked_prefill=not args.no_chunked_prefill, kv_dtype=args.kv_dtype,
+                    max_prefill_tokens_per_step=args.max_prefill_tokens_per_step,
+                    prefill_latency_budget=args.prefill_latency_budget)
     name = args.model_name or name
     print(f"serving {name} (context {engine.max_model_len} tokens) on "
           f"http://{args.host}:{args.port}/v1" + (" (API key required)" if args.api_key else ""),
