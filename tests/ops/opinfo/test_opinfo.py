@@ -50,3 +50,14 @@ def test_bridge_detects_a_wrong_value(monkeypatch):
     op = _ENTRIES["neg"]
     monkeypatch.setattr(sf, "neg", lambda x: x)
     assert not bridge.run_pair(op, "float32").ok
+
+
+def test_loading_the_database_leaves_torch_flags_settable():
+    """torch's test utilities freeze torch.backends' flags on import; a ported program run by
+    a later test in this worker sets them (cudnn.benchmark = True)."""
+    import torch
+
+    bridge.op_db()
+    old = torch.backends.cudnn.benchmark
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.benchmark = old
