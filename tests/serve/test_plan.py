@@ -126,3 +126,15 @@ def test_bad_arguments(model):
         sf.serve.plan(model, kv_dtype="int4")
     with pytest.raises(ArgumentError):
         sf.serve.plan(object())
+
+
+def test_measure_tpot_under_a_prefill_cap(model):
+    """The latency cap (here one prompt token a step while others decode) would let the first
+    sequence decode to its end before the last prompt is in; calibration lifts it, and puts
+    it back."""
+    e = Engine(model, max_num_seqs=4, block_size=8, max_num_batched_tokens=64,
+               max_prefill_tokens_per_step=1)
+    seconds, context = measure_tpot(e, batch=4, kv_len=60, steps=3)
+    assert seconds > 0 and context >= 60
+    assert e.stats()["prefill_cap"] == 1 and e.scheduler.prefill_cap == 1
+    assert not e.has_unfinished()

@@ -9,6 +9,7 @@ them over the paged pool, the sampler draws, and each completion's new tokens an
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import time
 from collections import deque
@@ -390,6 +391,19 @@ class Engine:
         return [final[rid] for rid in ids]
 
     # ---- numbers -------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def uncapped_prefill(self):
+        """Inside, prefill chunks are bounded by the token budget alone, not by the decodes'
+        latency (a calibration run wants its batch of prompts in decode together)."""
+        saved = self._adaptive, self._fixed_cap
+        self._adaptive, self._fixed_cap = False, None
+        self.scheduler.prefill_cap = None
+        try:
+            yield self
+        finally:
+            self._adaptive, self._fixed_cap = saved
+            self.scheduler.prefill_cap = self._fixed_cap
+
     def stats(self) -> dict:
         """Queue lengths, pool use, prefix-cache counters, preemptions and span timing."""
         sch, pool = self.scheduler, self.pool
