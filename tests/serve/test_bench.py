@@ -3,6 +3,7 @@ against a real `shapeflow serve` on a loopback port."""
 
 import json
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -270,3 +271,13 @@ def test_sweep_and_plot_against_the_server(server, tmp_path):
     assert runs["prompt"][1]["result"]["input_lens"] == [40, 40]
     fig = plot_sweep(runs, str(tmp_path / "s.png"))
     assert (tmp_path / "s.png").exists() and len(fig.get_axes()[2].get_lines()) == 1
+
+
+@pytest.mark.parametrize("package", ["tqdm", "httpx"])
+def test_bench_without_the_extra_names_it(package, monkeypatch, capsys):
+    from shapeflow.cli import main
+
+    monkeypatch.setitem(sys.modules, package, None)  # import -> ImportError
+    assert main(["bench", "serve", "--num-prompts", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "pip install 'shapeflow[serve]'" in err and package in err

@@ -1,4 +1,4 @@
-"""The `shapeflow` command: demo, train, summary, memory, graph, run, quant."""
+"""The `shapeflow` command: demo, train, summary, memory, graph, run, quant, serve, bench."""
 
 from __future__ import annotations
 

@@ -120,6 +120,12 @@ def run(args: argparse.Namespace) -> int:
     """Run `shapeflow bench serve` with parsed arguments; the exit status."""
     from ..errors import ShapeflowError
 
+    for package in ("httpx", "tqdm"):
+        try:
+            __import__(package)
+        except ImportError:
+            raise ShapeflowError(f"shapeflow bench serve needs httpx and tqdm ({package} is not "
+                                 "installed)", hint="pip install 'shapeflow[serve]'") from None
     try:
         return _run(args)
     except ShapeflowError as err:
