@@ -214,9 +214,10 @@ def _conv_forward(spec: _ConvSpec, x, w, b=None) -> np.ndarray:
     if crop is not None:  # taps that read only padding: a smaller kernel, same output
         spec, rows, cols = crop
         w = np.ascontiguousarray(w[:, :, rows, cols])
-    if winograd.applies(spec, w.shape, x.dtype, w.dtype) and _blocked(spec, x, w):
+    big = _blocked(spec, x, w.dtype, w.shape[0], w.shape[-2] * w.shape[-1])
+    if big and winograd.applies(spec, w.shape, x.dtype, w.dtype):
         return winograd.forward(spec, x, w, b)
-    if _blocked(spec, x, w):
+    if big:
         return blocked.forward(spec, x, w, b)
     N = x.shape[0]
     O, Cg, kh, kw = w.shape
@@ -241,12 +242,13 @@ def _conv_forward(spec: _ConvSpec, x, w, b=None) -> np.ndarray:
     return out
 
 
-def _blocked(spec: _ConvSpec, x, w, out_channels: int | None = None) -> bool:
+def _blocked(spec: _ConvSpec, x, w_dtype, out_channels: int, taps: int) -> bool:
     """Whether conv2d_blocked does it: one group, float32/float64 (its C kernels or NumPy's
-    copies), at least SMALL_MACS of work; other cases keep the whole-batch im2col below,
-    cheaper in Python calls for small convs (8x8 maps of 16 channels)."""
-    return spec.groups == 1 and x.dtype == w.dtype and x.dtype in blocked.DTYPES and \
-        x.size * (out_channels or w.shape[0]) * w.shape[-2] * w.shape[-1] >= SMALL_MACS
+    copies), at least SMALL_MACS of work (x's elements x out_channels x kernel taps); other
+    cases keep the whole-batch im2col below, cheaper in Python calls for small convs (8x8
+    maps of 16 channels)."""
+    return spec.groups == 1 and x.dtype == w_dtype and x.dtype in blocked.DTYPES and \
+        x.size * out_channels * taps >= SMALL_MACS
 
 
 # input elements x out channels x taps below which conv2d keeps its whole-batch im2col
@@ -336,7 +338,8 @@ def _input_grad_full(spec: _ConvSpec, x_shape, g, w) -> np.ndarray:
     O, Cg, kh, kw = w.shape
     G = spec.groups
     full = _full_conv_spec(spec, kh, kw)
-    if full is None and _blocked(spec, g, w, w.shape[1]):  # strided: gemm + col2im by blocks
+    # strided: gemm + col2im by blocks
+    if full is None and _blocked(spec, g, w.dtype, Cg, kh * kw):
         return blocked.input_grad(spec, x_shape, g, w)
     if full is not None:  # stride 1: a convolution of g with the flipped kernel
         wf = w.reshape(G, O // G, Cg, kh, kw).transpose(0, 2, 1, 3, 4)[..., ::-1, ::-1]
@@ -398,7 +401,7 @@ def _weight_grad(spec: _ConvSpec, w_shape, x, g) -> np.ndarray:
     """dw of conv2d: sum over the batch of g @ im2col(x)^T, one matmul per group."""
     O, Cg, kh, kw = w_shape
     G = spec.groups
-    big = _blocked(spec, x, np.empty(w_shape[2:], g.dtype), w_shape[0])
+    big = _blocked(spec, x, g.dtype, w_shape[0], w_shape[2] * w_shape[3])
     if big and winograd.applies(spec, w_shape, x.dtype, g.dtype):
         return winograd.weight_grad(spec, w_shape, x, g)
     if big:
