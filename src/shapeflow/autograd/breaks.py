@@ -11,12 +11,23 @@ import threading
 from collections import deque
 
 
+class _Entries(deque):
+    """The last 256 breaks, and how many were noted in all (the last one's number is
+    count - 1): one object, so noting one reads the thread-local state once (~100 ns less
+    per op under no_grad than a count of its own there)."""
+
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        super().__init__(maxlen=256)
+        self.count = 0
+
+
 class _Log(threading.local):
     """This thread's log: explain_no_grad explains the thread's own model."""
 
     def __init__(self) -> None:
-        self.log: deque = deque(maxlen=256)
-        self.count = 0  # breaks noted in all: the last one's number is count - 1
+        self.log = _Entries()
 
 
 _log = _Log()
@@ -38,19 +49,20 @@ current_path = _no_module  # set by inspect.trace to the running module's path
 
 def note(reason: str, op: str) -> None:
     """Remember that gradients stopped at `op` for `reason`, in the running module."""
-    _log.log.append((reason, op, current_path()))
-    _log.count += 1
+    log = _log.log
+    log.append((reason, op, current_path()))
+    log.count += 1
 
 
 def count() -> int:
     """How many breaks this thread has noted: a mark for `since`."""
-    return _log.count
+    return _log.log.count
 
 
 def since(mark: int) -> list:
     """This thread's breaks noted from `mark` (a `count()`) on, those still in the log."""
     log = _log.log
-    return list(log)[max(0, mark - (_log.count - len(log))):]
+    return list(log)[max(0, mark - (log.count - len(log))):]
 
 
 def clear() -> None:
