@@ -6,9 +6,9 @@ STAMP_RUN := $(VENV)/.stamp-run
 STAMP_TEST := $(VENV)/.stamp-test
 STAMP_BENCH := $(VENV)/.stamp-bench
 # an edited C source reinstalls the package, which rebuilds its compiled parts (setup.py)
-NATIVE := setup.py src/shapeflow/backend/kernels.c src/shapeflow/backend/qgemm.c src/shapeflow/backend/bf16gemm.c src/shapeflow/backend/conv_kernels.c src/shapeflow/backend/alloc.c \
-	src/shapeflow/backend/paged_attention.c src/shapeflow/backend/rnn_cell_kernels.c \
-	src/shapeflow/backend/norm_act_kernels.c
+NATIVE := setup.py src/shapeflow/backend/cpu/kernels.c src/shapeflow/backend/cpu/qgemm.c src/shapeflow/backend/cpu/bf16gemm.c src/shapeflow/backend/cpu/conv_kernels.c src/shapeflow/backend/cpu/alloc.c \
+	src/shapeflow/backend/cpu/paged_attention.c src/shapeflow/backend/cpu/rnn_cell_kernels.c \
+	src/shapeflow/backend/cpu/norm_act_kernels.c
 
 .PHONY: demo test bench lint clean
 

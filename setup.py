@@ -24,10 +24,12 @@ _ATTENTION = ["-O3", "-fno-trapping-math", "-fno-math-errno", "-fopenmp-simd"]
 
 
 def _kernel_library(name: str, source: str, macro: str, flags: list[str]) -> Extension:
-    """backend/<source> built as shapeflow.backend.<name>, `macro` naming its source's hash."""
-    path = f"src/shapeflow/backend/{source}"
+    """backend/cpu/<source> built as shapeflow.backend.cpu.<name>, `macro` naming its source's
+    hash."""
+    path = f"src/shapeflow/backend/cpu/{source}"
     digest = hashlib.sha256((_ROOT / path).read_bytes()).hexdigest()
-    return Extension(f"shapeflow.backend.{name}", [path], define_macros=[(macro, f'"{digest}"')],
+    return Extension(f"shapeflow.backend.cpu.{name}", [path],
+                     define_macros=[(macro, f'"{digest}"')],
                      extra_compile_args=[*flags, *_NATIVE], optional=True)
 
 
@@ -42,6 +44,6 @@ setup(ext_modules=[
                     _IEEE),
     _kernel_library("_paged_attention", "paged_attention.c", "SHAPEFLOW_PAGED_SOURCE",
                     _ATTENTION),  # serving: attention over a paged KV cache
-    Extension("shapeflow.backend._alloc", ["src/shapeflow/backend/alloc.c"],
+    Extension("shapeflow.backend.cpu._alloc", ["src/shapeflow/backend/cpu/alloc.c"],
               include_dirs=[numpy.get_include()], extra_compile_args=["-O2"], optional=True),
 ])

@@ -93,7 +93,7 @@ def _gemm_share(step, repeats: int = 3) -> float:
     attention's own block products are not counted, so this is a lower bound)."""
     import time
 
-    from shapeflow.backend import gemm
+    from shapeflow.backend.cpu import gemm
 
     inner, spent = gemm.matmul, [0.0]
 
@@ -124,7 +124,7 @@ def _bf16_over_fp32(n: int = 1024, repeats: int = 5) -> float:
     import ml_dtypes
     import numpy as np
 
-    from shapeflow.backend import gemm
+    from shapeflow.backend.cpu import gemm
 
     rng = np.random.default_rng(0)
     a32, b32 = (rng.standard_normal((n, n)).astype(np.float32) for _ in range(2))

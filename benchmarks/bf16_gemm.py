@@ -23,7 +23,8 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import shapeflow as sf  # noqa: E402
-from shapeflow.backend import cpu, gemm  # noqa: E402
+from shapeflow.backend.cpu import features as cpu  # noqa: E402
+from shapeflow.backend.cpu import gemm  # noqa: E402
 from shapeflow.nn import functional as F  # noqa: E402
 
 N = 1024

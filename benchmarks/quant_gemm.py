@@ -25,7 +25,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import shapeflow as sf  # noqa: E402
-from shapeflow.backend import gemm, igemm  # noqa: E402
+from shapeflow.backend.cpu import gemm, igemm  # noqa: E402
 
 SHAPES = {"matmul_1024": (1024, 1024, 1024), "linear_gpt_1024x256x1024": (1024, 256, 1024)}
 

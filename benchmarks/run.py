@@ -33,7 +33,7 @@ import torch  # noqa: E402
 import shapeflow as sf  # noqa: E402
 from benchmarks import attention_peak, bf16_gemm, numpy_gpt, numpy_mlp, quant_gemm, tinygrad_mlp  # noqa: E402
 from benchmarks import autocast as autocast_bench  # noqa: E402
-from shapeflow.backend import buffers, gemm, kernels  # noqa: E402
+from shapeflow.backend.cpu import buffers, gemm, kernels  # noqa: E402
 from shapeflow.models import GPT, MLP, CharLSTM, ResNet, ViT  # noqa: E402
 from shapeflow.nn import functional as F  # noqa: E402
 from tests.models.twin_resnet import TorchResNet  # noqa: E402

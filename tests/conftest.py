@@ -16,7 +16,7 @@ def _backend_state_restored():
     """Each test leaves the backend as it found it: a test that sets SHAPEFLOW_KERNELS=0 or
     SHAPEFLOW_BLAS=numpy while a backend loads lazily would otherwise switch the compiled
     paths off for every later test in its worker (and change their float32 results)."""
-    from shapeflow.backend import gemm, igemm, kernels
+    from shapeflow.backend.cpu import gemm, igemm, kernels
 
     saved = [(d, dict(d)) for d in (gemm._state, gemm._GEMM, gemm._HALF_GEMM, igemm._state,
                                      kernels._state)]

@@ -15,7 +15,7 @@ import pytest
 
 def test_version_says_which_native_parts_run(capsys, monkeypatch):
     from shapeflow import cli
-    from shapeflow.backend import kernels
+    from shapeflow.backend.cpu import kernels
 
     with pytest.raises(SystemExit) as done:
         cli.main(["--version"])

@@ -21,9 +21,10 @@ PACKAGE = "shapeflow"
 # shapeflow, dotted: `ops` is ops/ and everything in it, `inspect.trace` that one file,
 # "" the package's own __init__). It may import its own layer and the layers before it.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("value types", ("errors", "torch_interop", "dtypes", "symbolic", "shape", "device",
+    ("value types", ("errors", "torch_interop", "dtypes", "symbolic", "shape",
                      "random", "_porting_hooks", "_torch_names")),
-    ("backend", ("backend",)),
+    ("backend", ("backend",)),  # kernel tables: cpu (NumPy, MKL, C), reference, null (meta)
+    ("device", ("device",)),  # a device owns a kernel table and an array namespace
     # import nothing: tensor.py notes graph breaks, ops record under grad mode, and the
     # engine and ops reach inspect through inspect_hooks
     ("graph state", ("autograd.grad_mode", "autograd.breaks", "autograd.inspect_hooks",

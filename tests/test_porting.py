@@ -49,8 +49,8 @@ def test_answers_are_those_of_pytorch_on_a_machine_without_a_gpu():
     assert sf.accelerator.device_count() == 0
     assert sf.backends.mps.is_available() is torch.backends.mps.is_available() is False
     assert sf.backends.cudnn.is_available() is False and sf.backends.cuda.is_built() is False
-    # mkl: whether shapeflow's own float products go to MKL (backend/gemm.py)
-    from shapeflow.backend import gemm
+    # mkl: whether shapeflow's own float products go to MKL (backend/cpu/gemm.py)
+    from shapeflow.backend.cpu import gemm
 
     assert sf.backends.mkl.is_available() is (gemm.backend() == "mkl")
     # seeding the (absent) cuda devices leaves the cpu generator alone

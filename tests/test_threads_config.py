@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import shapeflow as sf
-from shapeflow.backend import gemm, threads
+from shapeflow.backend.cpu import gemm, threads
 
 torch = pytest.importorskip("torch")
 
@@ -73,7 +73,7 @@ def test_large_products_use_the_count_small_ones_one_thread(restore_threads):
 def test_small_products_start_no_threads():
     code = (  # a fresh process: no thread team exists yet
         "import os, numpy as np, shapeflow as sf\n"
-        "from shapeflow.backend import gemm\n"
+        "from shapeflow.backend.cpu import gemm\n"
         "a = np.ones((64, 128), np.float32); b = np.ones((128, 64), np.float32)\n"
         "gemm.matmul(a, b)\n"
         "before = len(os.listdir('/proc/self/task'))\n"
@@ -93,7 +93,7 @@ def test_small_products_start_no_threads():
 
 _SPIN = (  # CPU seconds the process burns in the 0.2 s after a threaded product
     "import time, numpy as np, shapeflow as sf\n"
-    "from shapeflow.backend import gemm\n"
+    "from shapeflow.backend.cpu import gemm\n"
     "a = np.ones((256, 256), np.float32)\n"
     "gemm.matmul(a, a)\n"
     "t0 = time.process_time(); time.sleep(0.2); print(time.process_time() - t0)\n")

@@ -41,7 +41,7 @@ from .symbolic import Dim, dims
 from .inspect.anomaly import AnomalyError, detect_anomaly
 from .inspect.contracts import check, shapes
 from .inspect.explain import explain_no_grad
-from .backend.threads import (get_num_interop_threads, get_num_threads,
+from .backend.cpu.threads import (get_num_interop_threads, get_num_threads,
                               set_num_interop_threads, set_num_threads)
 from .inspect.summary import summary
 from .tensor import Tensor, as_tensor, from_numpy, tensor
@@ -62,9 +62,9 @@ short = int16
 
 __version__ = "0.1.0"
 
-# Large NumPy buffers are reused instead of faulted in afresh (backend/buffers.py);
+# Large NumPy buffers are reused instead of faulted in afresh (backend/cpu/buffers.py);
 # SHAPEFLOW_BUFFER_CACHE=0 keeps NumPy's own allocator.
-from .backend import buffers as _buffers
+from .backend.cpu import buffers as _buffers
 
 _buffers.enable()
 

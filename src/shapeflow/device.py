@@ -1,8 +1,9 @@
 """Devices: 'cpu' (NumPy arrays) and 'meta' (shape and dtype, no data), one class each.
 
 The engine and the ops ask the device, never its name: `device.computes` says whether kernels
-run (False on meta: shapes and dtypes only), and `asarray` / `zeros` / `from_numpy` /
-`to_numpy` make and move its arrays (None on meta). A new device is one subclass of Device,
+run (False on meta: shapes and dtypes only); `device.xp` (its array namespace) and
+`device.kernels` (its kernel table, backend/) are what ops compute with; and `asarray` /
+`zeros` / `from_numpy` / `to_numpy` make and move its arrays (None on meta). A new device is one subclass of Device,
 registered with `register_device`; docs/design.md "Devices" says how.
 
 A Device is also a context manager, as `torch.device` is: inside `with sf.device("meta"):`
@@ -16,6 +17,8 @@ import threading
 
 import numpy as np
 
+from .backend.cpu.ladder import table as _cpu_kernels
+from .backend.null import NullKernels
 from .errors import DeviceError
 
 
@@ -31,6 +34,11 @@ class Device(str):
     # compute gives None for every array (see MetaDevice), and a tensor's data is None
     # exactly there, which is what apply() reads (~120 instructions cheaper per op).
     computes: bool = True
+    # What ops compute with: `xp`, the array namespace (NumPy's API: numpy here, CuPy on a GPU)
+    # for the NumPy-style rest, and `kernels`, the kernel table (backend/) for matmul, norms,
+    # softmax, losses, convolutions, attention blocks, optimizer updates and allocation.
+    xp = np
+    kernels = _cpu_kernels
 
     @property
     def type(self) -> str:
@@ -98,6 +106,8 @@ class MetaDevice(Device):
 
     __slots__ = ()
     computes = False
+    kernels = NullKernels()  # every kernel and namespace function returns None
+    xp = kernels.xp
 
     def asarray(self, x, dtype=None) -> None:
         return None

@@ -1,6 +1,6 @@
 """Running one computation on both backends: the compiled kernels and NumPy alone."""
 
-from shapeflow.backend import kernels
+from shapeflow.backend.cpu import kernels
 
 
 def both_paths(fn):

@@ -5,7 +5,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from shapeflow.backend import bf16gemm, gemm
+from shapeflow.backend.cpu import bf16gemm, gemm
 
 BF = ml_dtypes.bfloat16
 needs_kernel = pytest.mark.skipif(not bf16gemm.available(),

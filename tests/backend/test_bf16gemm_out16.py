@@ -7,7 +7,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from shapeflow.backend import bf16gemm, gemm, kernels
+from shapeflow.backend.cpu import bf16gemm, gemm, kernels
 
 BF = ml_dtypes.bfloat16
 pytestmark = pytest.mark.skipif(not bf16gemm.available(),

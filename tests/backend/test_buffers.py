@@ -9,7 +9,7 @@ import threading
 import numpy as np
 import pytest
 
-from shapeflow.backend import buffers
+from shapeflow.backend.cpu import buffers
 
 try:
     from numpy._core.multiarray import get_handler_name

@@ -1,10 +1,10 @@
-"""backend/conv_kernels.c against NumPy's version of the same steps: im2col/col2im over row
+"""backend/cpu/conv_kernels.c against NumPy's version of the same steps: im2col/col2im over row
 and image blocks, instance norm forward/backward, and the Winograd tile transforms."""
 
 import numpy as np
 import pytest
 
-from shapeflow.backend import conv_kernels as ck
+from shapeflow.backend.cpu import conv_kernels as ck
 
 needs_c = pytest.mark.skipif(not ck.available(), reason="conv_kernels.c not built")
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shapeflow.backend import gemm
+from shapeflow.backend.cpu import gemm
 
 
 def _layout(a: np.ndarray, kind: str) -> np.ndarray:

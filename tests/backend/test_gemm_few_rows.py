@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from shapeflow.backend import gemm
+from shapeflow.backend.cpu import gemm
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

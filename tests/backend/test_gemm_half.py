@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from shapeflow.backend import gemm
+from shapeflow.backend.cpu import gemm
 from tests.backend.test_gemm import _layout
 
 BF16 = np.dtype(ml_dtypes.bfloat16)

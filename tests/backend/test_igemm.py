@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from shapeflow.backend import igemm
+from shapeflow.backend.cpu import igemm
 
 
 def _reload(monkeypatch, **env):
@@ -82,12 +82,12 @@ def test_rejects_other_dtypes():
 def test_compiled_paths_are_used_where_they_load(monkeypatch):
     from importlib.util import find_spec
 
-    from shapeflow.backend import gemm
-    from shapeflow.backend.kernels import _cpu_flags
+    from shapeflow.backend.cpu import gemm
+    from shapeflow.backend.cpu.kernels import _cpu_flags
 
     flags = _cpu_flags() or set()
     allowed = os.environ.get("SHAPEFLOW_KERNELS", "") != "0"  # (the suite run with them off)
-    if allowed and find_spec("shapeflow.backend._qgemm") and "avx512_vnni" in flags:
+    if allowed and find_spec("shapeflow.backend.cpu._qgemm") and "avx512_vnni" in flags:
         assert _reload(monkeypatch) == "vnni", igemm._state["refused"]
     if gemm._find_mkl() is not None:
         assert _reload(monkeypatch, SHAPEFLOW_KERNELS="0") == "mkl"

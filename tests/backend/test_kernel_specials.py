@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import shapeflow as sf
-from shapeflow.backend import kernels
+from shapeflow.backend.cpu import kernels
 from shapeflow.nn import functional as F
 from shapeflow.ops.nn.softmax import _softmax_rows
 from tests.backend.kernel_paths import both_paths
@@ -211,7 +211,7 @@ def test_the_library_in_use_was_built_from_this_source():
     """A kernels.c edited without a rebuild fails here (the loader refuses the stale library,
     so the kernel tests above would only skip): rebuild with `pip install -e .`, `make test`
     or `python setup.py build_ext --inplace`."""
-    if kernels.source_digest() is None or find_spec("shapeflow.backend._kernels") is None:
+    if kernels.source_digest() is None or find_spec("shapeflow.backend.cpu._kernels") is None:
         pytest.skip("installed without kernels.c, or built without a C compiler")
     old = kernels.set_enabled(True)
     try:

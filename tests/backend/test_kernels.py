@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import shapeflow as sf
-from shapeflow.backend import kernels
+from shapeflow.backend.cpu import kernels
 from shapeflow.nn import functional as F
 from shapeflow.ops import gelu_kernels
 from tests.backend.kernel_paths import both_paths
@@ -25,7 +25,7 @@ def numpy_path():
 
 def test_the_build_made_the_library():
     # setup.py marks the extension optional; this is where a broken build shows
-    assert find_spec("shapeflow.backend._kernels") is not None
+    assert find_spec("shapeflow.backend.cpu._kernels") is not None
 
 
 SPECIALS = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 10.0, -10.0, 10.001, -10.001, 1e-40,

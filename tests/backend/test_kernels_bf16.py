@@ -1,4 +1,4 @@
-"""The bfloat16 section of backend/kernels.c: conversions bit for bit with ml_dtypes (both the
+"""The bfloat16 section of backend/cpu/kernels.c: conversions bit for bit with ml_dtypes (both the
 AVX512-BF16 path and the portable one), and the bf16 forms of GELU, softmax, log_softmax
 and layer norm equal to the float32 kernels on the widened input, rounded once."""
 
@@ -9,7 +9,7 @@ import torch
 
 import shapeflow as sf
 import shapeflow.nn.functional as F
-from shapeflow.backend import kernels
+from shapeflow.backend.cpu import kernels
 from shapeflow.ops import gelu_kernels
 
 BF16 = np.dtype(ml_dtypes.bfloat16)

@@ -5,13 +5,13 @@ from importlib.util import find_spec
 import numpy as np
 import pytest
 
-from shapeflow.backend import norm_act_kernels as K
+from shapeflow.backend.cpu import norm_act_kernels as K
 
 pytestmark = pytest.mark.skipif(not K.available(), reason="compiled SiLU kernels not built")
 
 
 def test_the_build_made_the_library():
-    assert find_spec("shapeflow.backend._norm_act_kernels") is not None
+    assert find_spec("shapeflow.backend.cpu._norm_act_kernels") is not None
 
 
 def test_a_library_from_another_source_is_refused(tmp_path, monkeypatch):

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import shapeflow as sf
-from shapeflow.backend import rnn_cell_kernels as rk
+from shapeflow.backend.cpu import rnn_cell_kernels as rk
 from shapeflow.ops.nn.lstm_cell import lstm_cell
 
 needs_kernels = pytest.mark.skipif(not rk.available(), reason="LSTM cell kernels not built")

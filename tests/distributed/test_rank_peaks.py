@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from shapeflow.backend import kernels
+from shapeflow.backend.cpu import kernels
 from tests.distributed.mpi_launch import run_ranks
 
 SCRIPT = """

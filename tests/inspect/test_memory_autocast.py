@@ -6,7 +6,7 @@ import pytest
 from test_memory import CASES, held_by_graph, measured_step_peak
 
 import shapeflow as sf
-from shapeflow.backend import gemm
+from shapeflow.backend.cpu import gemm
 from shapeflow.cli.memory import PRECISIONS as CLI_PRECISIONS
 from shapeflow.inspect.memory import report
 from shapeflow.inspect.memory.report import PRECISIONS, WEIGHT_COPIES

@@ -9,7 +9,7 @@ import pytest
 
 import shapeflow as sf
 from shapeflow import nn
-from shapeflow.backend import kernels
+from shapeflow.backend.cpu import kernels
 from shapeflow.cli import main as cli_main
 from shapeflow.inspect.memory import LiveTracker, kv_cache_bytes, report
 from shapeflow.inspect.memory.modes import checkpoint_modules

@@ -10,8 +10,8 @@ import torch
 
 import shapeflow as sf
 from shapeflow.autograd import gradcheck
-from shapeflow.backend import gemm
-from shapeflow.backend import rnn_cell_kernels as rk
+from shapeflow.backend.cpu import gemm
+from shapeflow.backend.cpu import rnn_cell_kernels as rk
 from shapeflow.errors import DTypeError, GraphError, ShapeError
 from shapeflow.ops.base import held
 from shapeflow.ops.nn.lstm_cell import LSTMCellStep, lstm_cell

@@ -8,7 +8,7 @@ import torch
 from torch.nn.utils import rnn as trnn
 
 import shapeflow as sf
-from shapeflow.backend import kernels
+from shapeflow.backend.cpu import kernels
 from shapeflow.nn.utils import rnn as srnn
 from shapeflow.ops.nn import recurrent_cells
 from tests.backend.kernel_paths import both_paths
@@ -179,7 +179,7 @@ def test_long_sequence_and_reverse_batch_one(rng):
 
 @pytest.mark.parametrize("trans", [False, True])
 def test_packed_weight_products_equal_plain_ones(trans, rng):
-    from shapeflow.backend.gemm_packed import Packed
+    from shapeflow.backend.cpu.gemm_packed import Packed
 
     w = rng.standard_normal((96, 64)).astype(np.float32)
     b = w.T if trans else w  # [64, 96] or [96, 64]

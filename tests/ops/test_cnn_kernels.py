@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import shapeflow as sf
-from shapeflow.backend import kernels
+from shapeflow.backend.cpu import kernels
 from shapeflow.nn import functional as F
 from tests.backend.kernel_paths import both_paths
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import shapeflow as sf
-from shapeflow.backend import conv_kernels as ck
+from shapeflow.backend.cpu import conv_kernels as ck
 from shapeflow.nn import functional as F
 from shapeflow.ops.conv import conv2d_blocked, conv2d_winograd
 from tests.ops.harness import check_op
@@ -26,7 +26,7 @@ def small_convs_take_the_new_paths(monkeypatch):
 
 
 def both(fn):
-    """fn() with backend/conv_kernels.c, then with NumPy alone (im2col, no Winograd)."""
+    """fn() with backend/cpu/conv_kernels.c, then with NumPy alone (im2col, no Winograd)."""
     fused = fn()
     old = ck.set_enabled(False)
     try:

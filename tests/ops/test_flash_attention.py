@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import shapeflow as sf
-from shapeflow.backend import kernels
+from shapeflow.backend.cpu import kernels
 from shapeflow.nn.attention import SDPBackend, sdpa_kernel
 from shapeflow.ops.nn import flash_attention as fa
 from shapeflow.ops.nn.flash_attention import FlashAttention

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import shapeflow as sf
-from shapeflow.backend import kernels
+from shapeflow.backend.cpu import kernels
 
 BF16 = ml_dtypes.bfloat16
 SPECIALS = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-40, -1e-40, 3e38, -3e38, 1.0,

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import shapeflow as sf
-from shapeflow.backend import norm_act_kernels
+from shapeflow.backend.cpu import norm_act_kernels
 from shapeflow.nn import functional as F
 from shapeflow.ops.base import held
 

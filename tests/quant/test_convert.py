@@ -75,7 +75,7 @@ def test_int8_linear_matches_its_integer_definition():
 
 @pytest.mark.parametrize("env", [{"SHAPEFLOW_KERNELS": "0"}, {"SHAPEFLOW_BLAS": "numpy"}])
 def test_int8_same_output_on_every_product_path(monkeypatch, env):
-    from shapeflow.backend import igemm
+    from shapeflow.backend.cpu import igemm
 
     m = _mlp(2)
     q = quantize(m, "int8")
@@ -268,7 +268,7 @@ def test_int8_sqnr_at_least_pytorch_quantize_dynamic():
 @pytest.mark.filterwarnings("ignore:invalid value encountered in cast:RuntimeWarning")
 @pytest.mark.parametrize("env", [{}, {"SHAPEFLOW_BLAS": "numpy"}])
 def test_int8_token_with_nan_or_inf_gives_a_nan_row(monkeypatch, env):
-    from shapeflow.backend import igemm
+    from shapeflow.backend.cpu import igemm
 
     for k, v in env.items():
         monkeypatch.setenv(k, v)

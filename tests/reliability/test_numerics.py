@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import shapeflow as sf
-from shapeflow.backend import kernels
+from shapeflow.backend.cpu import kernels
 from shapeflow.nn import functional as F
 
 torch = pytest.importorskip("torch")

@@ -220,7 +220,7 @@ def test_nan_reaches_exactly_the_queries_that_see_it(enabled):
 def _built() -> bool:
     from importlib.util import find_spec
 
-    return find_spec("shapeflow.backend._paged_attention") is not None
+    return find_spec("shapeflow.backend.cpu._paged_attention") is not None
 
 
 @pytest.mark.skipif(not _built() or os.environ.get("SHAPEFLOW_KERNELS") == "0",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend import kernels
+from ..backend.cpu import kernels
 from ..errors import GraphError, ShapeError
 from ..shape import dims_equal, format_shape, shapes_equal
 from ..tensor import PostAccumulateHook, Tensor, describe

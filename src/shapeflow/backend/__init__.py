@@ -1,1 +1,2 @@
-"""What runs the cpu device's kernels: NumPy, with MKL's gemm and compiled kernels when present."""
+"""Backends: each device's kernel table. `cpu/` is NumPy, MKL and the compiled C kernels;
+`reference/` the portable kernels any array namespace runs; `null` the meta device's table."""

@@ -3,7 +3,7 @@
 `torch.backends.cuda.matmul.allow_tf32 = True` and kin tune GPU kernels shapeflow does not
 have; they are kept (so code that sets and reads them runs) and have no effect. The
 `is_available()` answers are true ones: no cudnn, no mps; mkl when 2-D float products go to
-Intel MKL (`pip install shapeflow[mkl]`, see backend/gemm.py). Each is a module, as
+Intel MKL (`pip install shapeflow[mkl]`, see backend/cpu/gemm.py). Each is a module, as
 PyTorch's: `import shapeflow.backends.cudnn as cudnn` then `cudnn.benchmark = True`.
 """
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 def get_cpu_capability() -> str:
     """'AVX512', 'AVX2' or 'DEFAULT' (the vector width shapeflow's kernels assume)."""
-    from ..backend import cpu
+    from ..backend.cpu import features as cpu
 
     return cpu.get_cpu_capability()
 
 
 def features() -> dict[str, bool]:
     """{feature: present}, e.g. features()['avx512_bf16'] (see backend/cpu.py)."""
-    from ..backend import cpu
+    from ..backend.cpu import features as cpu
 
     return cpu.features()

@@ -7,7 +7,8 @@ import argparse
 
 def _version() -> str:
     from .. import __version__
-    from ..backend import buffers, cpu, gemm, kernels
+    from ..backend.cpu import buffers, gemm, kernels
+    from ..backend.cpu import features as cpu
 
     casts = ("avx512_bf16" if kernels.bf16_simd() else
              "compiled C" if kernels.available() else "ml_dtypes")

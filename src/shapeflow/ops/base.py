@@ -16,6 +16,7 @@ from ..autograd.grad_mode import add_observer, remove_observer  # noqa: F401  (i
 from ..autograd.grad_mode import hot as _hot
 from ..autograd.grad_mode import state as _modes
 from ..autograd.inspect_hooks import anomaly as _anomaly
+from ..device import cpu
 from ..errors import DeviceError, DTypeError, GraphError, ShapeflowError
 from ..tensor import Tensor, describe
 
@@ -111,6 +112,9 @@ class Op:
     _entries: tuple = ()
     hooks: list | None = None
     created_at: str | None = None
+    # the device forward computes on: apply sets it; forward reads `self.device.xp` (its
+    # array namespace) and `self.device.kernels` (its kernel table), never NumPy itself
+    device = cpu
 
     def infer(self, *inputs):
         """(shape, dtype) of the output from the inputs' shapes and dtypes; raises on misfit."""
@@ -121,7 +125,8 @@ class Op:
         return ()
 
     def forward(self, *arrays):
-        """The kernel on NumPy arrays; stores declared intermediates on self."""
+        """The kernel on the device's arrays, through `self.device.xp` and `.kernels`; stores
+        declared intermediates on self."""
         raise NotImplementedError
 
     def backward(self, grad):
@@ -217,7 +222,7 @@ def apply(op: Op, *inputs: Tensor) -> Tensor:
     n = len(inputs)
     if n == 2:
         a, b = inputs
-        device = a.device
+        op.device = device = a.device
         if b.device is not device:
             raise device_mismatch(op.name, inputs)
         shape, dtype = op.infer(a, b)
@@ -230,7 +235,7 @@ def apply(op: Op, *inputs: Tensor) -> Tensor:
         a = inputs[0]
         if type(a) is not _Tensor and not isinstance(a, _Tensor):  # e.g. a torch tensor
             raise _not_a_tensor(op, a)
-        device = a.device
+        op.device = device = a.device
         shape, dtype = op.infer(a)
         try:
             data = op.forward(a._data) if a._data is not None else None
@@ -238,7 +243,7 @@ def apply(op: Op, *inputs: Tensor) -> Tensor:
             raise _no_memory(op, shape, dtype, device) from None
         grad = a.requires_grad
     else:
-        device = inputs[0].device
+        op.device = device = inputs[0].device
         grad = False
         for t in inputs:
             if not isinstance(t, _Tensor):

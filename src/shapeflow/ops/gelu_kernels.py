@@ -6,7 +6,7 @@ rounded once, every 1/1024 over [-10, 10]; interpolation adds at most 3e-8 absol
 (h^2/8 * max|f''|), so the result is within ~1.5e-7 of the true value (float32's own
 spacing near 1 is 6e-8; PyTorch's float32 GELU is off by up to 1e-6 in the negative tail).
 Beyond the table, Phi is 0 below -10 (true value < 8e-24) and 1 above 10.
-Where backend/kernels.c is built, the same steps run in one compiled pass (bit for bit).
+Where backend/cpu/kernels.c is built, the same steps run in one compiled pass (bit for bit).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from ..backend import kernels
+from ..backend.cpu import kernels
 
 STEPS = 1024  # table entries per unit of x: a power of two, so x * STEPS is exact
 LIMIT = 10  # tables span [-LIMIT, LIMIT]

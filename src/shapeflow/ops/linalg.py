@@ -8,7 +8,7 @@ import string
 import numpy as np
 
 from ..autograd.autocast_state import hot as _autocast_hot
-from ..backend import gemm
+from ..backend.cpu import gemm
 from ..dtypes import float32, float64, promote_types
 from ..errors import DTypeError, ShapeError, ShapeRuntimeError
 from ..shape import broadcast_shapes, dims_equal, format_shape, prod_dims

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend import kernels
+from ..backend.cpu import kernels
 from .optimizer import (
     BLOCK,
     Optimizer,

@@ -15,7 +15,7 @@ from itertools import chain
 import numpy as np
 
 from ..autograd import enable_grad
-from ..backend import kernels
+from ..backend.cpu import kernels
 from ..errors import DeviceError, DTypeError, ShapeError
 from ..shape import format_shape
 from ..tensor import Tensor, describe, from_numpy

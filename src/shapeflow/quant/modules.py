@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..autograd import no_grad
-from ..backend import gemm, igemm
+from ..backend.cpu import gemm, igemm
 from ..errors import DeviceError, DTypeError, ShapeError, ShapeIndexError
 from ..nn.module import Module
 from ..nn.parameter import Parameter

@@ -4,7 +4,7 @@ Layout per layer: `k_cache`, `v_cache` `[num_blocks, n_head, block_size, head_di
 a sequence sits in block `block_table[t // block_size]` at offset `t % block_size`, and a slot is
 `block_id * block_size + offset`. `write_kv` writes the new tokens' rows (O(new tokens) bytes);
 `paged_attention` attends the new queries of a ragged batch to their sequences' cached keys,
-causally. The C kernel (backend/paged_attention.c) reads the blocks in place with an online
+causally. The C kernel (backend/cpu/paged_attention.c) reads the blocks in place with an online
 softmax; the NumPy reference here gathers each sequence's blocks and is the fallback.
 """
 
@@ -15,8 +15,8 @@ import os
 
 import numpy as np
 
-from ..backend import native
-from ..backend.kernels import address
+from ..backend.cpu import native
+from ..backend.cpu.kernels import address
 from ..errors import ArgumentError, ShapeError
 
 __all__ = ["available", "paged_attention", "paged_attention_reference", "set_enabled",

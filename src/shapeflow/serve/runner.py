@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from ..backend import gemm, kernels
+from ..backend.cpu import gemm, kernels
 from ..ops.elementwise.activations import Gelu
 from . import paged_attention as pa
 from .kv_pool import KVPool

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...backend import kernels
+from ...backend.cpu import kernels
 from ...optim.optimizer import BLOCK
 from .report import MemoryPlanError
 

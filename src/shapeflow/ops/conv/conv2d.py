@@ -12,7 +12,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from ...autograd.autocast_state import hot as _autocast_hot
-from ...backend import gemm, kernels
+from ...backend.cpu import gemm, kernels
 from ...errors import DTypeError, ShapeError, ShapeRuntimeError
 from ...shape import dims_equal, format_shape
 from ...tensor import Tensor, describe

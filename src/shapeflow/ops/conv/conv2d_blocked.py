@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...backend import conv_kernels as ck
-from ...backend import gemm
+from ...backend.cpu import conv_kernels as ck
+from ...backend.cpu import gemm
 
 DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 # bytes of columns per block: big enough for an efficient gemm, small enough for L2/L3

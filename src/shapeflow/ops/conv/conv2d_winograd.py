@@ -5,7 +5,7 @@ Forward: U = G w G^T per (o, c), V = B^T d B per input tile, M = U @ V at each o
 positions (one gemm each), output tiles A^T M A. The input gradient is itself a 3x3
 stride-1 convolution (conv2d.py's full-convolution route), so it comes here too; the weight
 gradient is dU = dM @ V^T with dM = A dY A^T, then dw = G^T dU G. The tile transforms are
-backend/conv_kernels.c's; where they are not built, conv2d takes im2col + gemm. Values
+backend/cpu/conv_kernels.c's; where they are not built, conv2d takes im2col + gemm. Values
 agree with the direct sum to float32 rounding (the transforms' entries are 0, +-1, 1/2).
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...backend import conv_kernels as ck
+from ...backend.cpu import conv_kernels as ck
 from .conv2d_blocked import _blocks
 
 _G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]], np.float32)

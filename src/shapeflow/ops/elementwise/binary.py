@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import dtypes as _dt
-from ...backend import kernels
+from ...backend.cpu import kernels
 from ...dtypes import promote_types, result_type
 from ...errors import (
     DTypeError,

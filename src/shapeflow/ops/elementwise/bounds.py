@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...backend import kernels
+from ...backend.cpu import kernels
 from ...dtypes import result_type
 from ...errors import ShapeError
 from ...tensor import Tensor

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ... import dtypes as _dt
-from ...backend import kernels
+from ...backend.cpu import kernels
 from ...device import Device
 from ...dtypes import DType
 from ...errors import DeviceError

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ... import dtypes as _dt
-from ...backend import kernels
+from ...backend.cpu import kernels
 from ...dtypes import DType, promote_types, result_type
 from ..base import OUT, X0, Op
 

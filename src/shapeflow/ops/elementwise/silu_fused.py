@@ -1,7 +1,7 @@
 """SiLU's forward kernel and its one-op backward: the compiled pass, or NumPy's.
 
 Forward is x * sigmoid(x); backward g * s * (1 + x * (1 - s)) with s = sigmoid(x), both
-PyTorch's formulas. The compiled kernels (backend/norm_act_kernels.c) take float32 in one
+PyTorch's formulas. The compiled kernels (backend/cpu/norm_act_kernels.c) take float32 in one
 pass each; the NumPy fallback computes what the composite ops compute, bit for bit.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...backend import norm_act_kernels
+from ...backend.cpu import norm_act_kernels
 from ..base import Op
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import dtypes as _dt
-from ...backend import kernels
+from ...backend.cpu import kernels
 from ...errors import DTypeError
 from ...tensor import Tensor, describe
 from ..base import OUT, OUT_ACT, X0, Op, apply

@@ -8,7 +8,7 @@ import numpy as np
 
 from ... import dtypes as _dt
 from ...autograd.autocast_state import hot as _autocast_hot
-from ...backend import gemm, kernels
+from ...backend.cpu import gemm, kernels
 from ...errors import DTypeError, ShapeError, ShapeRuntimeError
 from ...random import get_rng
 from ...shape import broadcast_shapes, dims_equal, format_shape

@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from ... import dtypes as _dt
-from ...backend import kernels
+from ...backend.cpu import kernels
 from ...device import meta
 from ...errors import DTypeError, ShapeError
 from ...shape import dims_equal, format_shape

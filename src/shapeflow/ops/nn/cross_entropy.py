@@ -6,7 +6,7 @@ import numpy as np
 
 from ... import dtypes as _dt
 from ...autograd.autocast_state import hot as _autocast_hot
-from ...backend import kernels
+from ...backend.cpu import kernels
 from ...errors import DTypeError, ShapeError, ShapeIndexError, ShapeRuntimeError
 from ...shape import dims_equal, format_shape, prod_dims
 from ...tensor import Tensor, describe

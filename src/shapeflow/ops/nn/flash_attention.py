@@ -19,7 +19,7 @@ import threading
 import numpy as np
 
 from ... import dtypes as _dt
-from ...backend import kernels
+from ...backend.cpu import kernels
 from ...errors import GraphError
 from ...random import get_rng
 from ...tensor import Tensor

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...backend import kernels
+from ...backend.cpu import kernels
 
 
 def softmax_lse(s: np.ndarray, scale: float, causal: int | None) -> np.ndarray:

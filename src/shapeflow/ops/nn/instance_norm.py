@@ -2,7 +2,7 @@
 
 Forward normalizes each (sample, channel) plane of [N, C, *spatial] and applies the
 per-channel affine in the same pass; backward gives dx, dw and db out of one pass over the
-planes (backend/conv_kernels.c, NumPy where it is not built). Backward keeps the input and
+planes (backend/cpu/conv_kernels.c, NumPy where it is not built). Backward keeps the input and
 two [N * C] vectors (mean, rstd), counted as normalization statistics, and the weight when
 the input needs a gradient.
 """
@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from ... import dtypes as _dt
-from ...backend import conv_kernels as ck
+from ...backend.cpu import conv_kernels as ck
 from ...errors import DTypeError, ShapeError
 from ...shape import dims_equal, format_shape
 from ...tensor import Tensor, describe

@@ -8,7 +8,7 @@ import numpy as np
 
 from ... import dtypes as _dt
 from ...autograd.autocast_state import hot as _autocast_hot
-from ...backend import gemm, kernels
+from ...backend.cpu import gemm, kernels
 from ...errors import DTypeError, ShapeRuntimeError
 from ...shape import dims_equal, format_shape, prod_dims
 from ...tensor import Tensor, describe

@@ -2,7 +2,7 @@
 
 A cell stepped from Python (PyTorch's time-sequence example: two cells and a Linear per
 step, in LBFGS closures) pays per op, not per flop: on CPU PyTorch runs the cell as about a
-dozen ops, this is one, and its backward one kernel call (backend/rnn_cell_kernels.c, with
+dozen ops, this is one, and its backward one kernel call (backend/cpu/rnn_cell_kernels.c, with
 MKL's products inside; NumPy where the library is absent).
 
 Inputs: x [B, F] (or [F]), h and c [B, H] (or [H]), weight_ih [4H, F], weight_hh [4H, H],
@@ -17,9 +17,9 @@ from __future__ import annotations
 import numpy as np
 
 from ... import dtypes as _dt
-from ...backend import gemm, threads
-from ...backend import rnn_cell_kernels as _rk
-from ...backend.kernels import address
+from ...backend.cpu import gemm, threads
+from ...backend.cpu import rnn_cell_kernels as _rk
+from ...backend.cpu.kernels import address
 from ...errors import DTypeError, GraphError, ShapeError, ShapeflowError
 from ...shape import dims_equal, format_shape
 from ...tensor import Tensor, describe

@@ -8,7 +8,7 @@ import numpy as np
 
 from ... import dtypes as _dt
 from ...autograd.autocast_state import hot as _autocast_hot
-from ...backend import kernels
+from ...backend.cpu import kernels
 from ...errors import DTypeError, ShapeRuntimeError
 from ...shape import dims_equal, format_shape
 from ...tensor import Tensor, describe

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import dtypes as _dt
-from ...backend import kernels
+from ...backend.cpu import kernels
 from ...errors import DTypeError, GraphError, ShapeError
 from ...shape import dims_equal, format_shape
 from ...tensor import Tensor, describe

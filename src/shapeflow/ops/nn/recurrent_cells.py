@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...backend import gemm, kernels
-from ...backend.gemm_packed import Packed
+from ...backend.cpu import gemm, kernels
+from ...backend.cpu.gemm_packed import Packed
 from ..blas_sum import col_sums
 from .recurrent_steps import Steps, gru_input_and_weight_grads
 

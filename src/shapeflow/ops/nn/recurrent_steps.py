@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...backend import gemm
+from ...backend.cpu import gemm
 from ..blas_sum import col_sums
 
 

@@ -1,4 +1,4 @@
-"""Fused float32 kernels from backend/kernels.c, called through ctypes; None means "use NumPy".
+"""Fused float32 kernels from backend/cpu/kernels.c, called through ctypes; None means "use NumPy".
 
 The library is built with the package for the CPU that compiles it (setup.py: `pip install
 -e .`, or `python setup.py build_ext --inplace` after editing kernels.c). It is used only when
@@ -94,7 +94,7 @@ def _load():
     _state["loaded"] = True
     if os.environ.get("SHAPEFLOW_KERNELS", "") == "0":
         return None
-    spec = find_spec("shapeflow.backend._kernels")  # found, not imported: it is plain C
+    spec = find_spec("shapeflow.backend.cpu._kernels")  # found, not imported: it is plain C
     if spec is None or not spec.origin:
         return None
     try:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 
 try:
-    from shapeflow.backend import _alloc
+    from shapeflow.backend.cpu import _alloc
 except ImportError:  # the optional extension did not build
     _alloc = None
 

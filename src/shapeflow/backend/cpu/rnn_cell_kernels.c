@@ -1,6 +1,6 @@
 /* The LSTM cell's step (nn.LSTMCell) in one call each way, float32 and float64.
  *
- * Plain C called through ctypes (backend/rnn_cell_kernels.py), built for the CPU that
+ * Plain C called through ctypes (backend/cpu/rnn_cell_kernels.py), built for the CPU that
  * compiles it. A cell stepped from Python runs one op per step, so what the step costs
  * beyond its products is call overhead: here one call does the whole step. Forward: gates
  * = b_ih + b_hh + x W_ih^T + h W_hh^T (two BLAS products), then i, f, g, o activated, c' =
@@ -8,7 +8,7 @@
  * dx, dh, dW_ih, dW_hh (four products) and the bias gradient.
  *
  * The products go through the cblas ?gemm whose address the caller passes (MKL's, as
- * backend/gemm.py loads it); with NULL the caller does them (NumPy's BLAS) and the kernel
+ * backend/cpu/gemm.py loads it); with NULL the caller does them (NumPy's BLAS) and the kernel
  * does only the pointwise part: forward then reads pre-activations from `gates`, backward
  * stops after the gate gradients and dc.
  *

@@ -1,6 +1,6 @@
 /* Convolution-family kernels (ops/conv/conv2d.py, ops/nn/group_norm.py), float32 and float64.
  *
- * Plain C over C-contiguous arrays, loaded with ctypes by backend/conv_kernels.py; each has a
+ * Plain C over C-contiguous arrays, loaded with ctypes by backend/cpu/conv_kernels.py; each has a
  * NumPy fallback there. No fast-math: NaN, inf and rounding stay IEEE, and the copies are
  * exact. Built with the package (setup.py), for the CPU that compiles it.
  *

@@ -1,6 +1,6 @@
 /* int8 products for quantized Linear layers with AVX512-VNNI (vpdpbusd: u8 x s8 -> s32).
  *
- * Plain C called through ctypes (backend/igemm.py), built for the CPU that compiles it;
+ * Plain C called through ctypes (backend/cpu/igemm.py), built for the CPU that compiles it;
  * without AVX512-VNNI it builds to nothing but qgemm_vnni = 0 and igemm.py uses MKL or
  * NumPy. Three steps, each the same arithmetic as the NumPy path in quant/modules.py, so
  * the results are equal bit for bit:

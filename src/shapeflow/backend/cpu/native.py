@@ -22,7 +22,7 @@ def _string(lib: ctypes.CDLL, symbol: str) -> str:
 
 def load(module: str, source: str, tag: str, signatures: dict, state: dict, restype=None,
          switches: Iterable[str] = ("SHAPEFLOW_KERNELS",)) -> ctypes.CDLL | None:
-    """shapeflow.backend.<module> with `signatures` ({name: argtypes}) set, or None.
+    """shapeflow.backend.cpu.<module> with `signatures` ({name: argtypes}) set, or None.
 
     `source` is the path of the C file it must have been built from; the library exports
     `shapeflow_<tag>_isa` and `shapeflow_<tag>_source` (the instruction sets it assumed, its
@@ -32,7 +32,7 @@ def load(module: str, source: str, tag: str, signatures: dict, state: dict, rest
 
     if any(os.environ.get(name, "") == "0" for name in switches):
         return None
-    spec = find_spec(f"shapeflow.backend.{module}")  # plain C: found, not imported
+    spec = find_spec(f"shapeflow.backend.cpu.{module}")  # plain C: found, not imported
     if spec is None or not spec.origin:
         return None
     name = os.path.basename(source)

@@ -50,7 +50,7 @@ def _load_vnni():
     if os.environ.get("SHAPEFLOW_KERNELS", "") == "0" or \
             os.environ.get("SHAPEFLOW_BLAS", "").lower() == "numpy":
         return None
-    spec = find_spec("shapeflow.backend._qgemm")  # plain C: found, not imported
+    spec = find_spec("shapeflow.backend.cpu._qgemm")  # plain C: found, not imported
     if spec is None or not spec.origin:
         return None
     try:

@@ -15,7 +15,7 @@ import os
 import ml_dtypes
 import numpy as np
 
-from ..errors import ShapeError
+from ...errors import ShapeError
 from .kernels import _cpu_flags, address
 
 _P, _N = ctypes.c_void_p, ctypes.c_ssize_t
@@ -32,7 +32,7 @@ def _library():
             os.environ.get("SHAPEFLOW_KERNELS", "") == "0" or \
             os.environ.get("SHAPEFLOW_BLAS", "").lower() == "numpy":
         return None
-    spec = find_spec("shapeflow.backend._bf16gemm")  # plain C: found, not imported
+    spec = find_spec("shapeflow.backend.cpu._bf16gemm")  # plain C: found, not imported
     if spec is None or not spec.origin:
         return None
     try:

@@ -1,6 +1,6 @@
 /* Fused float32 CPU kernels for the ops whose NumPy form takes many passes over memory.
  *
- * Plain C called through ctypes (backend/kernels.py), built for the CPU that compiles it.
+ * Plain C called through ctypes (backend/cpu/kernels.py), built for the CPU that compiles it.
  * Each kernel computes what the NumPy code beside its op computes, in one or two passes:
  * GELU (the same table interpolation as ops/gelu_kernels.py, bit for bit) and layer norm
  * (row statistics in float32 lanes, the weight gradient summed in float64).

@@ -16,7 +16,7 @@ import operator
 import os
 import threading
 
-from ..errors import ArgumentError
+from ...errors import ArgumentError
 
 # below this many multiply-adds a product runs on one thread (2^20: ~20 us of one core's
 # sgemm; on the 2-core, loaded machine this was tuned on, 2 threads lost at every size)

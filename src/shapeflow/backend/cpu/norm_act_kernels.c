@@ -1,6 +1,6 @@
 /* SiLU forward and backward in one pass each, float32 (llama's gated MLP: F.silu(a) * b).
  *
- * Plain C called through ctypes (backend/norm_act_kernels.py), built for the CPU that
+ * Plain C called through ctypes (backend/cpu/norm_act_kernels.py), built for the CPU that
  * compiles it. NumPy's SiLU takes five passes forward (neg, exp, add, divide, multiply) and
  * the composite backward six ops; here each is one vectorized loop. The formulas are
  * PyTorch's: silu(x) = x * sigmoid(x), d silu = sigmoid(x) * (1 + x * (1 - sigmoid(x))),

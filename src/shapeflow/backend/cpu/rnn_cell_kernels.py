@@ -3,7 +3,7 @@
 The library (`_rnn_cell_kernels`, built by setup.py for the CPU that compiles it) is used
 only when it loaded, this CPU has every instruction set it was built for, it was built from
 the rnn_cell_kernels.c beside this file (a stale build is refused), and SHAPEFLOW_KERNELS is
-not "0". Its products go through MKL's cblas_?gemm (backend/gemm.py's) when MKL is loaded:
+not "0". Its products go through MKL's cblas_?gemm (backend/cpu/gemm.py's) when MKL is loaded:
 then one call runs the whole step; without MKL the caller does the products with NumPy and
 the kernel the rest.
 """

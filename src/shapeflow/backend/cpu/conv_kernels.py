@@ -1,4 +1,4 @@
-"""Convolution-family kernels from backend/conv_kernels.c through ctypes, each with NumPy's
+"""Convolution-family kernels from backend/cpu/conv_kernels.c through ctypes, each with NumPy's
 version of the same steps: im2col/col2im over a block of output rows (NCHW, Caffe's order),
 instance norm forward and backward, and a gemm that writes into a strided output; and the
 Winograd F(2x2, 3x3) tile transforms (float32; without them conv2d takes im2col).

@@ -4,7 +4,8 @@ import pytest
 import torch
 
 import shapeflow as sf
-from shapeflow.backend import cpu, kernels
+from shapeflow.backend.cpu import features as cpu
+from shapeflow.backend.cpu import kernels
 
 
 def _proc_flags():

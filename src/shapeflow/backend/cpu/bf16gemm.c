@@ -9,7 +9,7 @@
  * bf16gemm: C (float32) += A @ B, blocked KC x NC (C holds zeros or the bias).
  * bf16gemm_bf16: C (bfloat16) = round(A @ B + bias): B packed whole, A by blocks of rows,
  *   each 12 x 32 tile summed over all of k in registers, the float32 bias added, rounded
- *   once to nearest even (NaN to sign | 0x7fc0, as backend/kernels.c rounds). No float32
+ *   once to nearest even (NaN to sign | 0x7fc0, as backend/cpu/kernels.c rounds). No float32
  *   m x n array exists; the packed copies are the operands' size in bf16.
  * Written because MKL's gemm_bf16bf16f32 ran no faster than its sgemm on AMD Zen 4. */
 #include <immintrin.h>
