@@ -6,9 +6,13 @@ STAMP_RUN := $(VENV)/.stamp-run
 STAMP_TEST := $(VENV)/.stamp-test
 STAMP_BENCH := $(VENV)/.stamp-bench
 # an edited C source reinstalls the package, which rebuilds its compiled parts (setup.py)
-NATIVE := setup.py src/shapeflow/backend/cpu/kernels.c src/shapeflow/backend/cpu/qgemm.c src/shapeflow/backend/cpu/bf16gemm.c src/shapeflow/backend/cpu/conv_kernels.c src/shapeflow/backend/cpu/alloc.c \
-	src/shapeflow/backend/cpu/paged_attention.c src/shapeflow/backend/cpu/rnn_cell_kernels.c \
-	src/shapeflow/backend/cpu/norm_act_kernels.c
+CPU_SRC := src/shapeflow/backend/cpu
+NATIVE := setup.py $(CPU_SRC)/isa.h $(CPU_SRC)/kernels.c $(CPU_SRC)/kernels_common.h \
+	$(CPU_SRC)/kernels_attention.c $(CPU_SRC)/kernels_bf16.c $(CPU_SRC)/kernels_conv.c \
+	$(CPU_SRC)/kernels_loss.c $(CPU_SRC)/kernels_norm.c $(CPU_SRC)/kernels_optim.c \
+	$(CPU_SRC)/kernels_rnn.c $(CPU_SRC)/kernels_softmax.c \
+	$(CPU_SRC)/qgemm.c $(CPU_SRC)/bf16gemm.c $(CPU_SRC)/conv_kernels.c $(CPU_SRC)/alloc.c \
+	$(CPU_SRC)/paged_attention.c $(CPU_SRC)/rnn_cell_kernels.c $(CPU_SRC)/norm_act_kernels.c
 
 .PHONY: demo test bench lint clean
 

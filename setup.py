@@ -1,7 +1,7 @@
 """Compiled parts of shapeflow: optional, each with a NumPy fallback when it fails to build.
 
 The kernel libraries are plain C (loaded with ctypes) built for the CPU that compiles them;
-each records the sha256 of the source it was built from, and its loader refuses a stale
+each records the sha256 of the sources it was built from, and its loader refuses a stale
 one. `_alloc` is a CPython extension that gives NumPy a cache of large buffers.
 """
 
@@ -23,12 +23,25 @@ _PRODUCTS = ["-O3", "-ffp-contract=off"]
 _ATTENTION = ["-O3", "-fno-trapping-math", "-fno-math-errno", "-fopenmp-simd"]
 
 
+_CPU = "src/shapeflow/backend/cpu"
+
+
+def _library_files(source: str) -> list[str]:
+    """A library's files in the order its digest reads them: <stem>.c, then every <stem>_*.c
+    and <stem>_*.h beside it by name (backend/cpu/native.py's `library_files`: one rule)."""
+    stem = source.removesuffix(".c")
+    parts = sorted(p.name for p in (_ROOT / _CPU).iterdir()
+                   if p.name.startswith(f"{stem}_") and p.suffix in (".c", ".h"))
+    return [f"{_CPU}/{name}" for name in (source, *parts)]
+
+
 def _kernel_library(name: str, source: str, macro: str, flags: list[str]) -> Extension:
-    """backend/cpu/<source> built as shapeflow.backend.cpu.<name>, `macro` naming its source's
-    hash."""
-    path = f"src/shapeflow/backend/cpu/{source}"
-    digest = hashlib.sha256((_ROOT / path).read_bytes()).hexdigest()
-    return Extension(f"shapeflow.backend.cpu.{name}", [path],
+    """backend/cpu/<source> and its family files built as shapeflow.backend.cpu.<name>,
+    `macro` naming the sha256 of them all, read one after another."""
+    files = _library_files(source)
+    digest = hashlib.sha256(b"".join((_ROOT / f).read_bytes() for f in files)).hexdigest()
+    return Extension(f"shapeflow.backend.cpu.{name}", [f for f in files if f.endswith(".c")],
+                     depends=[f for f in files if f.endswith(".h")] + [f"{_CPU}/isa.h"],
                      define_macros=[(macro, f'"{digest}"')],
                      extra_compile_args=[*flags, *_NATIVE], optional=True)
 

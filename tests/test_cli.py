@@ -46,6 +46,14 @@ def test_python_m_shapeflow_version_and_a_subcommand():
     assert done.returncode == 2 and "invalid choice" in done.stderr
 
 
+def test_python_m_shapeflow_version_verbose_lists_libraries_and_kernel_calls():
+    done = _python_m("--version", "--verbose")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("shapeflow 0.1.0 (gemm: ")
+    assert "\nlibraries:\n  mkl: " in done.stdout
+    assert "kernel calls in this process: none yet" in done.stdout  # a fresh process
+
+
 def test_the_console_script_entry_point_resolves_to_main():
     pyproject = Path(__file__).resolve().parents[1] / "pyproject.toml"
     target = tomllib.loads(pyproject.read_text())["project"]["scripts"]["shapeflow"]
@@ -88,6 +96,7 @@ def test_summary_and_train_lstm(capsys):
     assert "LSTM 1 x 16" in out and "sample:" in out
 # ---- a user's mistakes: a shapeflow error and its hint, exit status 2, no traceback ---------
 BAD_COMMANDS = [
+    (["ops", "--family", "nope"], "ShapeflowError: no family 'nope'"),
     (["demo", "--epochs", "0"], "ShapeflowError: --epochs must be at least 1"),
     (["train", "gpt", "--steps", "0"], "ShapeflowError: --steps must be at least 1"),
     (["train", "gpt", "--heads", "5", "--steps", "1"], "ShapeError: GPT: n_embd 128 is not"),

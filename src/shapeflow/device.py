@@ -3,8 +3,9 @@
 The engine and the ops ask the device, never its name: `device.computes` says whether kernels
 run (False on meta: shapes and dtypes only); `device.xp` (its array namespace) and
 `device.kernels` (its kernel table, backend/) are what ops compute with; and `asarray` /
-`zeros` / `from_numpy` / `to_numpy` make and move its arrays (None on meta). A new device is one subclass of Device,
-registered with `register_device`; docs/design.md "Devices" says how.
+`zeros` / `from_numpy` / `to_numpy` make and move its arrays (None on meta). A new device
+is one subclass of Device, registered with `register_device`; docs/design.md "Devices" says
+how.
 
 A Device is also a context manager, as `torch.device` is: inside `with sf.device("meta"):`
 factories, `sf.tensor` and module constructors build on meta when given no device. The
@@ -39,6 +40,7 @@ class Device(str):
     # softmax, losses, convolutions, attention blocks, optimizer updates and allocation.
     xp = np
     kernels = _cpu_kernels
+    array_type = np.ndarray  # the class of this device's arrays
 
     @property
     def type(self) -> str:

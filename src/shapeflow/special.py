@@ -1,7 +1,7 @@
 """shapeflow.special: PyTorch's torch.special, with gradients where PyTorch has them.
 
-The kernels are NumPy float64 (ops/elementwise/special_functions.py); integer inputs give the
-default float dtype, as in PyTorch.
+The kernels compute in float64 through the input's device (ops/elementwise/
+special_functions.py); integer inputs give the default float dtype, as in PyTorch.
 """
 
 from __future__ import annotations
@@ -68,32 +68,13 @@ def round(input: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001, A002
     return _round(input / scale) * scale
 
 
-def _polynomial(name: str, kernel):
+def _polynomial(name: str):
     def fn(input, n) -> Tensor:  # noqa: A002
-        return _F.polynomial("special_" + name, kernel, input, n)
+        return _F.polynomial("special_" + name, input, n)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"{name.replace('_', ' ').capitalize()} of degree n at input (no gradient)."
     return fn
-
-
-def _shifted(kernel):
-    return lambda x, n: kernel(x + x - 1.0, n)
-
-
-_POLYNOMIALS = {
-    "chebyshev_polynomial_t": lambda x, n: _F.chebyshev("t", x, n),
-    "chebyshev_polynomial_u": lambda x, n: _F.chebyshev("u", x, n),
-    "chebyshev_polynomial_v": lambda x, n: _F.chebyshev("v", x, n),
-    "chebyshev_polynomial_w": lambda x, n: _F.chebyshev("w", x, n),
-    "hermite_polynomial_h": lambda x, n: _F.hermite("h", x, n),
-    "hermite_polynomial_he": lambda x, n: _F.hermite("he", x, n),
-    "laguerre_polynomial_l": _F.laguerre,
-    "legendre_polynomial_p": _F.legendre,
-}
-for _kind in "tuvw":
-    _POLYNOMIALS[f"shifted_chebyshev_polynomial_{_kind}"] = _shifted(
-        _POLYNOMIALS[f"chebyshev_polynomial_{_kind}"])
 
 
 def _no_grad_unary(name: str, op_cls):
@@ -107,12 +88,12 @@ def _no_grad_unary(name: str, op_cls):
     return fn
 
 
-globals().update({name: _polynomial(name, k) for name, k in _POLYNOMIALS.items()})
+globals().update({name: _polynomial(name) for name in _F.POLYNOMIALS})
 globals().update({name: _no_grad_unary(name, cls) for name, cls in _F.NO_GRAD_OPS.items()})
 
 __all__ = [
     "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1", "gammainc",
     "gammaincc", "gammaln", "i0", "i0e", "i1", "i1e", "log1p", "log_ndtr", "log_softmax",
     "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "round",
-    "sinc", "softmax", "xlog1py", "xlogy", "zeta", *_POLYNOMIALS, *_F.NO_GRAD_OPS,
+    "sinc", "softmax", "xlog1py", "xlogy", "zeta", *_F.POLYNOMIALS, *_F.NO_GRAD_OPS,
 ]

@@ -172,7 +172,7 @@ def _no(what: str):
 
 
 def apply_(self: Tensor, callable) -> Tensor:  # noqa: A002  (PyTorch's name)
-    """Replace each element by callable(element), in place (cpu only; slow, no gradient)."""
+    """Replace each element by callable(element), in place (on the host; slow, no gradient)."""
     import numpy as np
 
     from .errors import DeviceError, GraphError
@@ -184,9 +184,10 @@ def apply_(self: Tensor, callable) -> Tensor:  # noqa: A002  (PyTorch's name)
         raise GraphError("apply_: a tensor that requires grad cannot be changed by a Python "
                          "function (no gradient can follow it)", op="apply_",
                          hint="use tensor ops, or apply_ to a detached copy")
-    if self._data.size:
-        out = np.vectorize(callable, otypes=[self._data.dtype])(self._data)
-        np.copyto(self._data, out, casting="unsafe")
+    if self._data.size:  # on the host: a Python function per element
+        host = self.device.to_numpy(self._data)
+        out = np.vectorize(callable, otypes=[host.dtype])(host)
+        self._data[...] = self.device.from_numpy(out)
     self._version[0] += 1
     self._version[1] = "apply_"
     return self

@@ -2,7 +2,8 @@
 
 Ops note an entry when a tensor that requires grad goes through no_grad(), detach(),
 item(), or an op with no gradient (an integer cast, argmax, a comparison). explain_no_grad
-reads it to say why a parameter got no gradient.
+reads it to say why a parameter got no gradient. The engine mutes the log while backward
+runs: its own ops are not breaks of the user's graph.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ class _Entries(deque):
 
     __slots__ = ("count",)
 
-    def __init__(self) -> None:
-        super().__init__(maxlen=256)
+    def __init__(self, maxlen: int = 256) -> None:
+        super().__init__(maxlen=maxlen)
         self.count = 0
 
 
@@ -28,6 +29,9 @@ class _Log(threading.local):
 
     def __init__(self) -> None:
         self.log = _Entries()
+        # what backward swaps in for the log: it keeps nothing (maxlen 0), and noting into
+        # it costs what noting into the log does
+        self.muted = _Entries(maxlen=0)
 
 
 _log = _Log()
@@ -63,6 +67,21 @@ def since(mark: int) -> list:
     """This thread's breaks noted from `mark` (a `count()`) on, those still in the log."""
     log = _log.log
     return list(log)[max(0, mark - (log.count - len(log))):]
+
+
+def mute() -> _Entries:
+    """Note nothing in this thread until `unmute(token)` with the token returned. (A mark,
+    `count()`, taken meanwhile may run ahead of the log's count by what was not noted.)"""
+    state = _log
+    token = state.log  # (nested, as a checkpoint's backward inside backward: the muted log)
+    state.muted.count = token.count
+    state.log = state.muted
+    return token
+
+
+def unmute(token: _Entries) -> None:
+    """Note breaks again, after `mute`."""
+    _log.log = token
 
 
 def clear() -> None:

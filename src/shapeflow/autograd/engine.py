@@ -1,19 +1,25 @@
-"""The backward engine: reverse topological order over the recorded graph, chain rule per node."""
+"""The backward engine: reverse topological order over the recorded graph, chain rule per node.
+
+`run_backward` is the walk: each node in topological order takes the sum of the gradients
+delivered to it, runs its backward and delivers one gradient per input edge (`deliver`, the
+one place gradients meet; every sum, .grad's included, is `_add`). Leaves are finished at
+the end, or as soon as their last gradient arrives when a post-accumulate hook watches them
+(DistributedDataParallel starts its all-reduce there: `_LeafReady`). Under detect_anomaly()
+inspect.anomaly checks a node's backward (`inspect_hooks`). `reference_backward` is the same
+walk written plainly, with no in-place sums and no fast path for views: the tests run both
+and compare.
+"""
 
 from __future__ import annotations
 
-import numpy as np
-
-from ..backend.cpu import kernels
-from ..errors import GraphError, ShapeError
+from ..errors import DTypeError, GraphError, ShapeError
+from ..factories import ones_like
 from ..shape import dims_equal, format_shape, shapes_equal
-from ..tensor import PostAccumulateHook, Tensor, describe
-from . import grad_mode, inspect_hooks
+from ..tensor import PostAccumulateHook, Tensor, describe, tensor
+from . import breaks, grad_mode, inspect_hooks
 
 
 def _roots_and_grads(outputs, grad_outputs, op_name: str):
-    from ..factories import ones_like
-
     pairs = []
     for i, out in enumerate(outputs):
         if not isinstance(out, Tensor):
@@ -40,12 +46,8 @@ def _roots_and_grads(outputs, grad_outputs, op_name: str):
                 )
             g = ones_like(out)
         elif not isinstance(g, Tensor):
-            from ..tensor import tensor
-
             g = tensor(g, dtype=out.dtype, device=out.device)
         if g.dtype is not out.dtype:
-            from ..errors import DTypeError
-
             raise DTypeError(
                 f"{op_name}: gradient dtype {g.dtype} does not match the output's {out.dtype}",
                 op=op_name, hint=f"pass gradient.to({out.dtype})")
@@ -121,15 +123,45 @@ def _bad_grad(node, grad, shape) -> GraphError:
     )
 
 
-def _pending_leaves(order) -> dict[int, int]:
-    """For leaves with post-accumulate hooks: how many edges of `order` bring them a grad."""
-    pending: dict[int, int] = {}
-    for node in order:
-        for nxt in node.next[0::3]:
-            if isinstance(nxt, Tensor) and nxt._hooks and any(
-                    type(h) is PostAccumulateHook for h in nxt._hooks):
-                pending[id(nxt)] = pending.get(id(nxt), 0) + 1
-    return pending
+def _add(old: Tensor, g: Tensor, in_place: bool) -> Tensor:
+    """old + g: into old's memory when `in_place` (old is a sum this pass made, or a .grad).
+
+    Every gradient sum of the engine is this one (on meta the null kernels add nothing)."""
+    if in_place:
+        g.device.kernels.iadd(old._data, g._data)
+        return old
+    return old + g
+
+
+class _LeafReady:
+    """The observer of leaves a post-accumulate hook watches: counts the edges that bring
+    each a gradient, so the last one to arrive finishes the leaf at once (DDP's hooks)."""
+
+    def __init__(self, order, root_edges) -> None:
+        self.pending: dict[int, int] = {}
+        for edges in (root_edges, *(node.next for node in order)):
+            for nxt in edges[0::3]:
+                if isinstance(nxt, Tensor) and nxt._hooks and any(
+                        type(h) is PostAccumulateHook for h in nxt._hooks):
+                    self.pending[id(nxt)] = self.pending.get(id(nxt), 0) + 1
+
+    def arrived(self, key: int) -> bool:
+        """One edge to a watched leaf delivered; True when it was the last."""
+        left = self.pending[key] - 1
+        if left:
+            self.pending[key] = left
+            return False
+        del self.pending[key]
+        return True
+
+
+def _run_hooks(hooks, g: Tensor) -> Tensor:
+    """g through each hook in turn; a hook returning None leaves it as it was."""
+    for hook in hooks:
+        new = hook(g)
+        if new is not None:
+            g = new
+    return g
 
 
 def run_backward(roots, retain_graph: bool, create_graph: bool, capture=(),
@@ -137,183 +169,144 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=(),
     """Propagate gradients from (tensor, grad) roots; return the grads of `capture` tensors.
 
     Leaves not in `capture` get their grads accumulated into `.grad` when `accumulate`.
+    Backward's own ops run under grad mode `create_graph` and note no graph breaks.
     """
-    root_nodes = [t.grad_fn for t, _ in roots if t.grad_fn is not None]
-    order = _topo_order(root_nodes)
-    grads: dict[int, Tensor] = {}       # node id -> summed grad of its output
-    owned: set[int] = set()              # grads this pass created (safe to add into in place)
-    leaf_grads: dict[int, list] = {}     # leaf id -> [tensor, summed grad]
-    capture_ids = {}
-    for i, t in enumerate(capture):
-        capture_ids[id(t.grad_fn) if t.grad_fn is not None else id(t)] = i
-    captured = [None] * len(capture)
-    # A leaf whose every contribution has arrived is finished at once, not after the whole
-    # pass, when something waits on it (DistributedDataParallel starts its all-reduce there)
-    pending = _pending_leaves(order) if PostAccumulateHook.registered else None
-
-    def finish_leaf(leaf_id: int, leaf: Tensor, g: Tensor) -> None:
-        post = None
-        if leaf._hooks:
-            for hook in leaf._hooks:
-                if type(hook) is PostAccumulateHook:
-                    post = (post or []) + [hook]
-                    continue
-                new = hook(g)
-                if new is not None:
-                    g = new
-        if leaf_id in capture_ids:
-            captured[capture_ids[leaf_id]] = g
-        elif accumulate:
-            _accumulate_leaf(leaf, g, create_graph)
-            for hook in post or ():
-                hook.fn(leaf)
-
-    def add_grad(store: dict, key: int, g: Tensor) -> None:  # (not `accumulate`: the flag)
-        old = store.get(key)
-        if old is None:
-            store[key] = g
-        elif not create_graph and id(old) in owned:
-            if old._data is not None:  # our own sum: add in place (on meta: nothing to add)
-                old._data += g._data
-        else:
-            new = old + g
-            if not create_graph:
-                owned.add(id(new))
-            store[key] = new
-
+    root_nodes, root_edges, root_grads = [], [], []  # the roots: edges of a node before all
     for t, g in roots:
-        if t.grad_fn is None:
-            entry = leaf_grads.setdefault(id(t), [t, None])
-            entry[1] = g if entry[1] is None else entry[1] + g
-        else:
-            add_grad(grads, id(t.grad_fn), g)
+        if t.grad_fn is not None:
+            root_nodes.append(t.grad_fn)
+        root_edges += (t.grad_fn or t, t.shape, t.dtype)
+        root_grads.append(g)
+    order = _topo_order(root_nodes)
+    watch = _LeafReady(order, root_edges) if PostAccumulateHook.registered else None
+    grads: dict[int, Tensor] = {}  # id(node) or id(leaf) -> the sum of what it was given
+    leaves: dict[int, Tensor] = {}  # the leaves given a gradient, in order of first arrival
+    owned: set[int] = set()  # sums this pass made (safe to add into in place)
+    where = {}  # id(node), or id(leaf) for a leaf, -> index in `captured`
+    if capture:
+        for i, t in enumerate(capture):
+            where[id(t.grad_fn) if t.grad_fn is not None else id(t)] = i
+    captured = [None] * len(capture)
 
-    with grad_mode.set_grad_enabled(create_graph):
-        for node in order:
-            g = grads.pop(id(node), None)
-            if g is None:
-                continue
-            owned.discard(id(g))  # ids are only meaningful while the tensor is alive
-            if node.hooks:
-                for hook in node.hooks:
-                    new = hook(g)
-                    if new is not None:
-                        g = new
-            if id(node) in capture_ids:
-                captured[capture_ids[id(node)]] = g
-            if node.slice_backward and not create_graph and node.created_at is None:
-                # a basic-index view (split, narrow, select): add g into its input's
-                # gradient in place instead of a zeros tensor per view and a sum of them
-                nxt = node.next[0]
-                if nxt is not None and not isinstance(nxt, Tensor):
-                    _add_slice(grads, owned, id(nxt), node, g)
-                    if not retain_graph:
-                        node.release()
-                    continue
-            if node.created_at is None:
-                in_grads = node.backward(g)
-            else:  # recorded under detect_anomaly(): inspect.anomaly checks what it made
-                in_grads = inspect_hooks.anomaly.checked_backward(node, g)
-            if not retain_graph:
-                node.release()
-            edges = node.next  # (to, shape, dtype) per input, flattened
-            if 3 * len(in_grads) != len(edges):
-                raise GraphError(f"backward of {node.name} returned {len(in_grads)} gradients "
-                                 f"for {len(edges) // 3} inputs", op=node.name)
-            for i, ig in enumerate(in_grads):
-                nxt = edges[3 * i]
-                if pending is not None and id(nxt) in pending:
-                    _arrive(pending, leaf_grads, finish_leaf, nxt, ig, node, edges, i)
-                    continue
-                if nxt is None or ig is None:
-                    continue
+    def deliver(edges, in_grads, node) -> None:
+        """Give in_grads[i] to edge i ((to, shape, dtype) flattened), summed to its shape:
+        the one place gradients meet."""
+        for i, ig in enumerate(in_grads):  # (indexing: no slices, no zip to allocate)
+            to = edges[3 * i]
+            key = id(to)
+            if to is not None and ig is not None:
                 shape, dtype = edges[3 * i + 1], edges[3 * i + 2]
                 if not shapes_equal(ig.shape, shape):
                     ig = _sum_to(ig, shape, node)
                 if ig.dtype is not dtype:
                     ig = ig.to(dtype)
-                if isinstance(nxt, Tensor):
-                    entry = leaf_grads.get(id(nxt))
-                    if entry is None:
-                        leaf_grads[id(nxt)] = [nxt, ig]
-                    elif not create_graph and id(entry[1]) in owned and \
-                            entry[1]._data is not None:
-                        # our own sum (a cell's weights over its time steps): in place
-                        kernels.iadd(entry[1]._data, ig._data)
-                    else:
-                        entry[1] = entry[1] + ig
-                        if not create_graph:
-                            owned.add(id(entry[1]))
-                else:
-                    add_grad(grads, id(nxt), ig)
-        for leaf_id, (leaf, g) in leaf_grads.items():
-            finish_leaf(leaf_id, leaf, g)
+                old = grads.get(key)
+                if old is None:
+                    grads[key] = ig
+                    if isinstance(to, Tensor):
+                        leaves[key] = to
+                else:  # a second arrival makes a new sum; later ones add into it in place
+                    grads[key] = new = _add(old, ig, not create_graph and id(old) in owned)
+                    if not create_graph:
+                        owned.add(id(new))
+            if watch is not None and key in watch.pending and watch.arrived(key) and \
+                    key in leaves:  # finished now, not with the others after the walk
+                del leaves[key]
+                finish_leaf(to, grads.pop(key))
+
+    def finish_leaf(leaf: Tensor, g: Tensor) -> None:
+        """The leaf's hooks on its summed grad, then capture it or accumulate it into .grad."""
+        post = None
+        if leaf._hooks:
+            post = [h for h in leaf._hooks if type(h) is PostAccumulateHook]
+            g = _run_hooks([h for h in leaf._hooks if type(h) is not PostAccumulateHook], g)
+        if where and id(leaf) in where:
+            captured[where[id(leaf)]] = g
+        elif accumulate:
+            _accumulate_leaf(leaf, g, create_graph)
+            if post:
+                for hook in post:
+                    hook.fn(leaf)
+
+    prev_mode, log = grad_mode.state.enabled, breaks.mute()  # backward's ops are no breaks
+    grad_mode.set_enabled(create_graph)
+    try:
+        deliver(root_edges, root_grads, None)
+        fast_views = not create_graph
+        for node in order:
+            g = grads.pop(id(node), None)
+            if g is None:  # no path from the roots reaches it
+                continue
+            owned.discard(id(g))  # ids are only meaningful while the tensor is alive
+            if node.hooks:
+                g = _run_hooks(node.hooks, g)
+            if where and id(node) in where:
+                captured[where[id(node)]] = g
+            if node.created_at is None:
+                if node.slice_backward and fast_views and _view_into(grads, owned, node, g):
+                    if not retain_graph:
+                        node.release()
+                    continue
+                in_grads = node.backward(g)
+            else:  # recorded under detect_anomaly(): inspect.anomaly checks what it made
+                in_grads = inspect_hooks.anomaly.checked_backward(node, g)
+            if not retain_graph:
+                node.release()
+            if 3 * len(in_grads) != len(node.next):
+                raise GraphError(f"backward of {node.name} returned {len(in_grads)} gradients "
+                                 f"for {len(node.next) // 3} inputs", op=node.name)
+            deliver(node.next, in_grads, node)
+        for key, leaf in leaves.items():
+            finish_leaf(leaf, grads[key])
+    finally:
+        grad_mode.set_enabled(prev_mode)
+        breaks.unmute(log)
     return captured
 
 
-def _arrive(pending, leaf_grads, finish_leaf, leaf, ig, node, edges, i) -> None:
-    """One contribution to a watched leaf; the last one finishes the leaf."""
-    if ig is not None:
-        shape, dtype = edges[3 * i + 1], edges[3 * i + 2]
-        if not shapes_equal(ig.shape, shape):
-            ig = _sum_to(ig, shape, node)
-        if ig.dtype is not dtype:
-            ig = ig.to(dtype)
-        entry = leaf_grads.get(id(leaf))
-        if entry is None:
-            leaf_grads[id(leaf)] = [leaf, ig]
-        else:
-            entry[1] = entry[1] + ig
-    pending[id(leaf)] -= 1
-    if pending[id(leaf)] == 0:
-        del pending[id(leaf)]
-        entry = leaf_grads.pop(id(leaf), None)
-        if entry is not None:
-            finish_leaf(id(leaf), entry[0], entry[1])
-
-
-def _add_slice(grads: dict, owned: set, key: int, node, g: Tensor) -> None:
-    """grads[key] += g at node.key (zeros elsewhere), in place where the sum is ours."""
-    old = grads.get(key)
-    shape, dtype = node.next[1], node.next[2]
+def _view_into(grads: dict, owned: set, node, g: Tensor) -> bool:
+    """A basic-index view (split, narrow, select): g added into its input's gradient at the
+    view's key, in place, instead of a zeros tensor per view and a sum of them."""
+    to = node.next[0]
+    if to is None or isinstance(to, Tensor):
+        return False
+    old = grads.get(id(to))
     if old is not None and id(old) in owned:
         buf = old
     else:
-        data = None
-        if g._data is not None:
-            data = g.device.zeros(shape, dtype.np) if old is None else old._data.astype(
-                dtype.np, copy=True)
+        shape, dtype = node.next[1], node.next[2]
+        data = None if g._data is None else (
+            g.device.zeros(shape, dtype.np) if old is None else old._data.astype(dtype.np))
         buf = Tensor._make(data, shape, dtype, g.device)
         owned.add(id(buf))
-        grads[key] = buf
+        grads[id(to)] = buf
     data = buf._data
     if data is not None:
         at = node.key + (Ellipsis,)
-        region = data[at] if data.dtype == kernels.BF16 else None
-        if region is not None and np.may_share_memory(region, data):  # a view: in place
-            kernels.iadd(region, g._data)
-        else:  # float32, or a fancy key's copy: NumPy's get-add-set
-            data[at] += g._data
+        region = data[at]
+        if g.device.xp.may_share_memory(region, data):  # a view: add into it in place
+            g.device.kernels.iadd(region, g._data)
+        else:  # a fancy key's copy: get, add, set
+            data[at] = region + g._data
+    return True
 
 
 def _accumulate_leaf(leaf: Tensor, g: Tensor, create_graph: bool) -> None:
-    if not create_graph:
-        g = g.detach() if g.grad_fn is not None else g
-    if leaf.grad is None:
+    """leaf.grad += g: in place into a .grad of g's device unless building a graph."""
+    if not create_graph and g.grad_fn is not None:
+        g = g.detach()
+    old = leaf._grad  # (read from its slot: .grad's setter checks, its getter adds a call)
+    if old is None:
         # A grad that views another array, or that another leaf may also get, is copied so
         # that in-place changes to one .grad never show up in another.
         if not create_graph and g._data is not None and g._data.base is not None:
             g = g.clone()
         leaf.grad = g if create_graph else _own(g)
-    elif create_graph:
-        leaf.grad = leaf.grad + g
-    elif leaf.grad._data is not None or (leaf.grad.device is g.device
-                                        and not g.device.computes):
-        if leaf.grad._data is not None:  # in place, so a meta step allocates what cpu does
-            kernels.iadd(leaf.grad._data, g._data)
-        leaf.grad._version[0] += 1
+    elif not create_graph and old.device is g.device:
+        _add(old, g, True)  # in place, so a meta step allocates what cpu does
+        old._version[0] += 1
     else:
-        leaf.grad = leaf.grad + g
+        leaf.grad = _add(old, g, False)
 
 
 def _own(g: Tensor) -> Tensor:
@@ -322,6 +315,56 @@ def _own(g: Tensor) -> Tensor:
         return g.clone()
     g._origin = "leaf-grad"
     return g
+
+
+def reference_backward(roots, retain_graph: bool, create_graph: bool, capture=(),
+                       accumulate: bool = True):
+    """run_backward written plainly (micrograd's walk): every sum a new tensor, every view's
+    gradient through its op's backward. Slower; the tests hold run_backward to its results."""
+    order = _topo_order([t.grad_fn for t, _ in roots if t.grad_fn is not None])
+    where = {id(t.grad_fn) if t.grad_fn is not None else id(t): i for i, t in enumerate(capture)}
+    captured = [None] * len(capture)
+    grads, leaves = {}, {}
+
+    def deliver(to, g) -> None:
+        grads[id(to)] = grads[id(to)] + g if id(to) in grads else g
+        if isinstance(to, Tensor):
+            leaves.setdefault(id(to), to)
+
+    log = breaks.mute()
+    try:
+        with grad_mode.set_grad_enabled(create_graph):
+            for t, g in roots:
+                deliver(t.grad_fn or t, g)
+            for node in order:
+                g = grads.pop(id(node), None)
+                if g is None:
+                    continue
+                g = _run_hooks(node.hooks or (), g)
+                if id(node) in where:
+                    captured[where[id(node)]] = g
+                in_grads = node.backward(g)
+                if not retain_graph:
+                    node.release()
+                for i, ig in enumerate(in_grads):
+                    to, shape, dtype = node.next[3 * i:3 * i + 3]
+                    if to is not None and ig is not None:
+                        deliver(to, _sum_to(ig, shape, node).to(dtype))
+            for key, leaf in leaves.items():
+                hooks = leaf._hooks or ()
+                g = _run_hooks([h for h in hooks if type(h) is not PostAccumulateHook],
+                               grads[key])
+                if key in where:
+                    captured[where[key]] = g
+                elif accumulate:
+                    g = g if create_graph else g.detach().clone()  # never aliased
+                    leaf.grad = g if leaf.grad is None else leaf.grad + g
+                    for hook in hooks:
+                        if type(hook) is PostAccumulateHook:
+                            hook.fn(leaf)
+    finally:
+        breaks.unmute(log)
+    return captured
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):

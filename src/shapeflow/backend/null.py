@@ -9,6 +9,7 @@ no op branches on the device to stay data-free (as tinygrad's NULL device).
 from __future__ import annotations
 
 from collections import Counter
+from contextlib import nullcontext
 
 
 def _nothing(*args, **kwargs) -> None:
@@ -22,6 +23,11 @@ class NullNamespace:
         if name.startswith("__"):
             raise AttributeError(name)
         return _nothing
+
+    @staticmethod
+    def errstate(**kwargs) -> nullcontext:
+        """NumPy's floating-point error context: nothing to guard where nothing runs."""
+        return nullcontext()
 
     def __repr__(self) -> str:
         return "<null array namespace>"

@@ -60,9 +60,11 @@ class WeightedRandomSampler(Sampler):
         return self.num_samples
 
     def _index_chunks(self):
+        from ..device import cpu
         from ..ops.sampling import Multinomial
 
         op = Multinomial(self.num_samples, self.replacement, get_rng(self.generator))
+        op.device = cpu  # host weights; what apply would set
         yield op.forward(self.weights)  # checks the weights as sf.multinomial does
 
     def __iter__(self):

@@ -352,7 +352,7 @@ def _build(onnx, model, tr, concrete, input_names, output_names, opset):
             if src is None or src._data is None:
                 raise ExportError(f"export: {pname} has no data (a meta model?)",
                                   op="onnx.export", hint="export a model on cpu")
-            arr = np.asarray(src._data)
+            arr = src.device.to_numpy(src._data)  # the host's copy of the weights
             if tuple(arr.shape) != tuple(t.shape):  # a view of a parameter
                 raise ExportError(f"export: a view of {pname} that no recorded op made",
                                   op="onnx.export")
@@ -415,7 +415,7 @@ def _constant_values(model, tr, concrete, names, produced) -> dict:
     out = {}
     for k, i in wanted:
         t = cpu_tr.records[k].inputs[i]
-        out[(k, i)] = (t, None if t._data is None else np.asarray(t._data))
+        out[(k, i)] = (t, None if t._data is None else t.device.to_numpy(t._data))
     return out
 
 

@@ -2,6 +2,8 @@
 
 Every function writes into the tensor's array under no_grad, bumps its version and returns
 the tensor. On the meta device there is no data: they check what they can and do nothing.
+The values are drawn on the host (shapeflow's generator) and move with `device.from_numpy`;
+on cpu the draws are written straight into the tensor's array.
 """
 
 from __future__ import annotations
@@ -76,11 +78,22 @@ def _direct(arr: np.ndarray) -> bool:
     return arr.dtype in (np.float32, np.float64) and arr.flags.c_contiguous
 
 
+def _host(tensor: Tensor) -> np.ndarray:
+    """The tensor's values as a host array: its own array on cpu, a copy elsewhere."""
+    return tensor.device.to_numpy(tensor._data)
+
+
+def _keep(tensor: Tensor, host: np.ndarray) -> None:
+    """Write a host array from `_host` back to the tensor's device (nothing to do on cpu)."""
+    if host is not tensor._data:
+        tensor._data[...] = tensor.device.from_numpy(host)
+
+
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator=None) -> Tensor:
     """Fill with values drawn from U(a, b)."""
     if tensor._data is None:
         return tensor
-    arr = tensor._data
+    arr = _host(tensor)
     if _direct(arr):
         _fill_random(arr, "uniform", generator)
         arr *= b - a
@@ -88,6 +101,7 @@ def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator=None) -> 
     else:
         u = get_rng(generator).random(arr.shape)
         arr[...] = a + (b - a) * u
+    _keep(tensor, arr)
     return _done(tensor)
 
 
@@ -95,13 +109,14 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator=None)
     """Fill with values drawn from N(mean, std^2)."""
     if tensor._data is None:
         return tensor
-    arr = tensor._data
+    arr = _host(tensor)
     if _direct(arr):
         _fill_random(arr, "normal", generator)
         arr *= std
         arr += mean
     else:
         arr[...] = mean + std * get_rng(generator).standard_normal(arr.shape)
+    _keep(tensor, arr)
     return _done(tensor)
 
 
@@ -145,7 +160,7 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
         if flip:
             out = -out
     out = np.clip(out * std + mean, a, b)
-    arr[...] = out.reshape(arr.shape)
+    arr[...] = tensor.device.from_numpy(out.reshape(arr.shape))
     return _done(tensor)
 
 
@@ -173,7 +188,7 @@ def eye_(tensor: Tensor) -> Tensor:
         raise ShapeError("Only tensors with 2 dimensions are supported")
     if tensor._data is None:
         return tensor
-    tensor._data[...] = np.eye(*tensor.shape)
+    tensor._data[...] = tensor.device.from_numpy(np.eye(*tensor.shape))
     return _done(tensor)
 
 
@@ -212,7 +227,7 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator=None) -> Tensor:
     q *= np.sign(np.diag(r))  # makes Q uniform over orthogonal matrices (Mezzadri, 2007)
     if rows < cols:
         q = q.T
-    arr[...] = (q * gain).reshape(arr.shape)
+    arr[...] = tensor.device.from_numpy((q * gain).reshape(arr.shape))
     return _done(tensor)
 
 
@@ -227,7 +242,9 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) 
     normal_(tensor, 0.0, std, generator)
     # per column, num_zeros distinct rows: the first of a random permutation of the rows
     zero_rows = np.argsort(get_rng(generator).random((rows, cols)), axis=0)[:num_zeros]
-    tensor._data[zero_rows, np.arange(cols)] = 0
+    arr = _host(tensor)
+    arr[zero_rows, np.arange(cols)] = 0
+    _keep(tensor, arr)
     return tensor
 
 

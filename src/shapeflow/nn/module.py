@@ -474,9 +474,9 @@ class Module:
             for module, store, name, target, value in plan:
                 if assign:
                     _assign(module, store, name, target, value)
-                elif target._data is not None:
+                elif target.device.computes:
                     if value._data is not target._data:
-                        np.copyto(target._data, value._data, casting="unsafe")
+                        _copy_into(target, value)
                     target._version[0] += 1
                     target._version[1] = "load_state_dict"
         return _IncompatibleKeys(missing, unexpected)
@@ -603,6 +603,14 @@ def _zero_grad(p: Tensor, set_to_none: bool) -> None:
     if g._data is not None:
         g._data.fill(0)
     g._version[0] += 1
+
+
+def _copy_into(target: Tensor, value: Tensor) -> None:
+    """Copy value's elements into target's array, cast to its dtype, across devices."""
+    src, dev = value._data, target.device
+    if value.device is not dev:  # through the host: the only road between two devices
+        src = dev.from_numpy(value.device.to_numpy(src))
+    dev.xp.copyto(target._data, src, casting="unsafe")
 
 
 def _set_data(p: Tensor, new: Tensor) -> None:

@@ -9,8 +9,6 @@ through `edges(node)` and `held(node)` outside the engine.
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..autograd import breaks
 from ..autograd.grad_mode import add_observer, remove_observer  # noqa: F401  (inspect's)
 from ..autograd.grad_mode import hot as _hot
@@ -74,6 +72,10 @@ OUT_ACT = Saved.output(ACTIVATION_INPUT)
 _SAVES_NOTHING, _SAVES_POSITIONAL, _SAVES_KEYWORD = 0, 1, 2
 _recording: dict[type, int | None] = {}
 
+# Every Op class, registered by defining it: {module.qualname: class} (ops/census.py tells
+# primitives from the bases they share and lists them).
+PRIMITIVES: dict[str, type] = {}
+
 
 def how_to_record(cls: type) -> int | None:
     """How record treats an op class, worked out on the class's first use."""
@@ -112,9 +114,14 @@ class Op:
     _entries: tuple = ()
     hooks: list | None = None
     created_at: str | None = None
-    # the device forward computes on: apply sets it; forward reads `self.device.xp` (its
-    # array namespace) and `self.device.kernels` (its kernel table), never NumPy itself
-    device = cpu
+    # `device`, the device forward computes on, is set by apply on each instance: forward
+    # reads `self.device.xp` (its array namespace) and `self.device.kernels` (its kernel
+    # table), never NumPy itself. No class default: storing an attribute that shadows a
+    # class attribute costs ~230 more instructions per op in CPython 3.11 (measured).
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        PRIMITIVES[f"{cls.__module__}.{cls.__qualname__}"] = cls
 
     def infer(self, *inputs):
         """(shape, dtype) of the output from the inputs' shapes and dtypes; raises on misfit."""
@@ -190,7 +197,7 @@ def _unpack(node: Op, tensor, version: int | None, entry: Saved) -> Tensor:
 # Hot-path names bound once: CPython 3.11 does not specialize attribute reads on classes
 _make = Tensor._make
 _Tensor = Tensor  # read as a module global on the hot path
-_ndarray = np.ndarray
+_ndarray = cpu.array_type  # what a cpu kernel returns (NumPy gives scalars for 0-d)
 
 
 class _OutputRef:

@@ -3,28 +3,31 @@
 An index is split in two steps, as PyTorch does: ints, slices and None select a view
 (`movement.Index`, whose backward scatters the gradient into zeros); then integer and
 boolean tensors (advanced indexing) gather a copy (`AdvancedIndex`, whose backward
-accumulates repeated indices with np.add.at). Advanced indices that are next to each
+accumulates repeated indices with `add.at`). Advanced indices that are next to each
 other put their broadcast shape where they stand; separated (by a slice or None), they
 put it first, as in NumPy.
+
+Index arrays from a list or a NumPy array are made on the host and moved to the indexed
+tensor's device; on meta, which makes no arrays, they stay on the host for their shape and
+bounds.
 """
 
 from __future__ import annotations
 
 import warnings
 
-import numpy as np
-
 from .. import dtypes as _dt
 from ..autograd import grad_mode
 from ..errors import DeviceError, DTypeError, ShapeError, ShapeIndexError, ShapeRuntimeError
 from ..shape import broadcast_shapes, dims_equal, format_shape
-from ..tensor import Tensor, describe, from_numpy
+from ..tensor import Tensor, describe
 from .base import Op, apply
 from .movement import Index, _view_apply, basic_index
+from .movement.index_arrays import INTP, add_at, host
 
 _INT, _SLICE, _NONE, _ELLIPSIS, _BOOL, _ADV, _MASK = range(7)
 _FULL = slice(None)
-_SEQ_AS_TUPLE = (slice, type(Ellipsis), type(None), list, tuple, Tensor, np.ndarray)
+_SEQ_AS_TUPLE = (slice, type(Ellipsis), type(None), list, tuple, Tensor, host.ndarray)
 
 
 class MetaIndex:
@@ -48,16 +51,16 @@ def _classify(obj, x: Tensor):
         return _NONE, None
     if obj is Ellipsis:
         return _ELLIPSIS, None
-    if t is bool or isinstance(obj, np.bool_):
+    if t is bool or isinstance(obj, host.bool_):
         return _BOOL, bool(obj)
     if isinstance(obj, Tensor):
         return _classify_tensor(obj)
-    if isinstance(obj, np.integer):
+    if isinstance(obj, host.integer):
         return _INT, int(obj)
     if isinstance(obj, (list, tuple)):
-        arr = np.asarray(obj) if len(obj) else np.zeros(0, np.int64)
+        arr = host.asarray(obj) if len(obj) else host.zeros(0, host.int64)
         return _classify_array(arr)
-    if isinstance(obj, np.ndarray):
+    if isinstance(obj, host.ndarray):
         return _classify_array(obj)
     from ..symbolic import is_symbolic
 
@@ -68,7 +71,8 @@ def _classify(obj, x: Tensor):
         f"indices, got {type(obj).__name__}", op="getitem", operands=[("input", describe(x))])
 
 
-def _classify_array(arr: np.ndarray):
+def _classify_array(arr):
+    """(kind, value) for a host array (parse_index moves it to the tensor's device)."""
     kind = arr.dtype.kind
     if kind == "b":
         return (_BOOL, bool(arr)) if arr.ndim == 0 else (_MASK, arr)
@@ -84,7 +88,7 @@ def _classify_tensor(t: Tensor):
         warnings.warn("indexing with dtype uint8 is deprecated (as in PyTorch): it is treated "
                       "as a bool mask; use a bool tensor", DeprecationWarning, stacklevel=4)
         dt = _dt.bool_
-        t = t if t._data is None else from_numpy(t._data.astype(bool))
+        t = t if t._data is None else Tensor._make(t._data.astype(bool), t.shape, dt, t.device)
     if dt is _dt.bool_:
         if t._data is None:
             raise DeviceError(
@@ -146,7 +150,7 @@ def parse_index(x: Tensor, index):
             out_dim += k
         elif kind == _BOOL:  # a new dim of size 1 (True) or 0 (False), indexed in advance
             basic.append(None)
-            adv[out_dim] = np.zeros(1 if v else 0, np.intp)
+            adv[out_dim] = host.zeros(1 if v else 0, INTP)
             out_dim += 1
         elif kind == _ADV:
             basic.append(_FULL)
@@ -163,7 +167,7 @@ def parse_index(x: Tensor, index):
                         f"{in_dim} does not match the shape of the indexed tensor "
                         f"{format_shape(x.shape)} at index {in_dim}", op="getitem",
                         operands=[("input", describe(x)), ("mask", format_shape(v.shape))])
-            for nz in np.nonzero(v):
+            for nz in v.nonzero():
                 basic.append(_FULL)
                 adv[out_dim] = nz
                 out_dim += 1
@@ -172,8 +176,17 @@ def parse_index(x: Tensor, index):
         basic.pop()
     if not adv:
         return tuple(basic), None
-    key = tuple(adv.get(d) for d in range(max(adv) + 1))
+    device = x.device
+    key = tuple(_on_device(adv.get(d), device) for d in range(max(adv) + 1))
     return tuple(basic), key
+
+
+def _on_device(a, device):
+    """An index array on the device: a host one (from a list or NumPy) moved there, except
+    on a device that makes no arrays (meta), where its shape and bounds are still read."""
+    if device.computes and isinstance(a, host.ndarray):
+        return device.from_numpy(a)
+    return a
 
 
 def _is_full(b) -> bool:
@@ -195,13 +208,13 @@ def advanced_index(shape, key, op: str = "index", x=None):
         if type(a) is not MetaIndex and a.size:
             lo, hi = a.min(), a.max()
             if type(n) is int and (lo < -n or hi >= n):
-                bad = hi if hi >= n else lo
+                bad = int(hi if hi >= n else lo)
                 raise ShapeIndexError(
                     f"{op}: index {bad} is out of bounds for dim {d} with size {n}", op=op,
                     operands=[("input", describe(x) if x is not None else format_shape(shape))])
             if lo < 0 and type(n) is int:
-                a = np.where(a < 0, a + n, a)
-            a = a.astype(np.intp, copy=False)
+                a = a + (a < 0) * n  # negatives wrapped, in the array's own namespace
+            a = a.astype(INTP, copy=False)
         norm.append(a)
         shapes.append(tuple(a.shape))
         pos.append(d)
@@ -260,8 +273,9 @@ class IndexAccumulate(Op):
         return self.in_shape, g.dtype
 
     def forward(self, g):
-        out = np.zeros(self.in_shape, g.dtype)
-        np.add.at(out, _np_key(self.key), g)
+        xp = self.device.xp
+        out = xp.zeros(self.in_shape, g.dtype)
+        add_at(xp, out, _np_key(self.key), g)
         return out
 
     def backward(self, gg):
@@ -318,7 +332,7 @@ def _value_shape(vshape, region, op: str, x=None, value=None) -> tuple:
     return vshape
 
 
-def _write(out: np.ndarray, basic, adv, value, accumulate: bool) -> None:
+def _write(xp, out, basic, adv, value, accumulate: bool) -> None:
     region = out[tuple(basic) + (Ellipsis,)]
     if adv is None:
         if accumulate:
@@ -326,7 +340,7 @@ def _write(out: np.ndarray, basic, adv, value, accumulate: bool) -> None:
         else:
             region[...] = value
     elif accumulate:
-        np.add.at(region, _np_key(adv), value)
+        add_at(xp, region, _np_key(adv), value)
     else:
         region[_np_key(adv)] = value  # repeated indices: the last write wins, as NumPy
 
@@ -350,8 +364,9 @@ class IndexPut(Op):
         return ()
 
     def forward(self, x, value):
-        out = np.array(x, copy=True)
-        _write(out, self.basic, self.adv, value.reshape(self.vshape), self.accumulate)
+        xp = self.device.xp
+        out = xp.array(x, copy=True)
+        _write(xp, out, self.basic, self.adv, value.reshape(self.vshape), self.accumulate)
         return out
 
     def backward(self, g):
@@ -372,11 +387,12 @@ def _zero_like(g: Tensor) -> Tensor:
 def _value_tensor(value, x: Tensor) -> Tensor:
     """The value as a tensor of x's dtype on x's device (PyTorch casts silently)."""
     if not isinstance(value, Tensor):
-        if isinstance(value, np.ndarray):
-            value = from_numpy(value)
+        if isinstance(value, host.ndarray):  # a host NumPy array: onto x's device
+            value = Tensor._make(x.device.from_numpy(value), value.shape,
+                                 _dt.from_numpy_dtype(value.dtype), x.device)
         else:
             try:
-                arr = np.asarray(value, dtype=x.dtype.np)
+                arr = host.asarray(value, dtype=x.dtype.np)
             except (TypeError, ValueError):
                 raise DTypeError(f"__setitem__: cannot write a {type(value).__name__} into "
                                  f"{describe(x)}", op="__setitem__") from None
@@ -424,15 +440,17 @@ def setitem(x: Tensor, index, value) -> None:
                               f"than {describe(x)}", op="__setitem__")
         vshape = _value_shape(value.shape, region, "__setitem__", x, value)
         arr = None if value._data is None else value._data.reshape(vshape)
-    elif isinstance(value, np.ndarray):
-        arr = value.reshape(_value_shape(value.shape, region, "__setitem__", x))
+    elif isinstance(value, host.ndarray):  # host values: onto x's device
+        arr = x.device.from_numpy(value.reshape(_value_shape(value.shape, region,
+                                                             "__setitem__", x)))
     else:
         arr = value
-        if not isinstance(value, (int, float, bool, np.generic)):
-            arr = np.asarray(value)
-            arr = arr.reshape(_value_shape(arr.shape, region, "__setitem__", x))
+        if not isinstance(value, (int, float, bool, host.generic)):
+            arr = host.asarray(value)
+            arr = x.device.from_numpy(arr.reshape(_value_shape(arr.shape, region,
+                                                               "__setitem__", x)))
     if x._data is not None:
-        _write(x._data, basic, adv, arr, False)
+        _write(x.device.xp, x._data, basic, adv, arr, False)
     x._version[0] += 1
     x._version[1] = "__setitem__"
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..autograd import grad_mode
 from ..errors import DTypeError, GraphError, ShapeRuntimeError
 from ..shape import format_shape
@@ -52,8 +50,8 @@ def inplace(target: Tensor, name: str, fn, *args) -> Tensor:
             f"{name}: result type {result.dtype} cannot be cast to the tensor's {target.dtype} "
             "in place", op=name, operands=[("self", describe(target))],
             hint=f"use the out-of-place op, or convert first with .to({result.dtype})")
-    if target._data is not None:
-        np.copyto(target._data, result._data, casting="unsafe")
+    # into the tensor's memory (None on meta: its namespace computes nothing)
+    target.device.xp.copyto(target._data, result._data, casting="unsafe")
     target._version[0] += 1
     target._version[1] = name
     if record and result.grad_fn is not None:

@@ -5,10 +5,8 @@ from __future__ import annotations
 import builtins
 import string
 
-import numpy as np
-
 from ..autograd.autocast_state import hot as _autocast_hot
-from ..backend.cpu import gemm
+from ..device import cpu
 from ..dtypes import float32, float64, promote_types
 from ..errors import DTypeError, ShapeError, ShapeRuntimeError
 from ..shape import broadcast_shapes, dims_equal, format_shape, prod_dims
@@ -21,6 +19,10 @@ _A = Saved.input(0, LAYER_INPUT)
 _B = Saved.input(1, LAYER_INPUT)
 # what matmul keeps: each operand's gradient needs the other operand
 _KEEP_B_A, _KEEP_B, _KEEP_A = (_B, _A), (_B,), (_A,)
+# Below this many multiply-adds a float product runs as the array's own .dot(): a call into
+# the kernel table costs ~5,000 instructions, a 4x4 matmul with grad ~22,000 in all, and
+# under it the cpu table would run NumPy's product too (no MKL: its ctypes call costs more).
+_DOT_MACS = cpu.kernels.MIN_MACS
 
 
 def check_matmul(a, b, op: str = "matmul") -> None:
@@ -64,9 +66,9 @@ class Matmul(Op):
             if a._data is not None:  # a computing device: concrete sizes, plain int arithmetic
                 if k != k2 or dt is not b.dtype:
                     check_matmul(a, b)
-                # small float products: ndarray.dot (half np.matmul's call cost), decided
-                # here on ints rather than in forward on array attributes
-                self.dot = m * k * n < gemm.MIN_MACS and (dt is float32 or dt is float64)
+                # small float products: .dot, decided here on ints rather than in forward
+                # (or in the table) on array attributes
+                self.dot = m * k * n < _DOT_MACS and (dt is float32 or dt is float64)
                 return (m, n), dt
             if dt is not b.dtype or not dims_equal(k, k2):
                 check_matmul(a, b)
@@ -83,7 +85,7 @@ class Matmul(Op):
         return _KEEP_A if b.requires_grad else ()
 
     def forward(self, a, b):
-        return a.dot(b) if self.dot else gemm.matmul(a, b)
+        return a.dot(b) if self.dot else self.device.kernels.matmul(a, b)
 
     def backward(self, g):
         saved = list(self.saved_tensors)
@@ -317,24 +319,25 @@ class Einsum(Op):
         return tuple(Saved.input(j, LAYER_INPUT) for j in self.keep_idx)
 
     def forward(self, *arrays):
+        xp = self.device.xp
         sizes = self.sizes
         ops = []
         for spec, arr in zip(self.specs, arrays):
             want = tuple(sizes[c] for c in spec)
-            ops.append(arr if arr.shape == want else np.broadcast_to(arr, want))
+            ops.append(arr if arr.shape == want else xp.broadcast_to(arr, want))
         npd = self.dtype.np
         if self.dtype.is_floating_point and self.dtype.itemsize == 2:
-            ops = [a.astype(np.float32) for a in ops]  # accumulate half types in float32
+            ops = [a.astype(xp.float32) for a in ops]  # accumulate half types in float32
         work = 1
         for s in sizes.values():
             work *= s
         optimize = len(ops) > 2 or work > _OPTIMIZE_WORK
         eq = ",".join(self.specs) + "->" + self.out
-        out = np.einsum(eq, *ops, optimize=optimize)
-        out = np.asarray(out)
+        out = xp.einsum(eq, *ops, optimize=optimize)
+        out = xp.asarray(out)
         if out.dtype != npd:
             out = out.astype(npd)
-        elif builtins.any(np.may_share_memory(out, a) for a in arrays):
+        elif builtins.any(xp.may_share_memory(out, a) for a in arrays):
             out = out.copy()  # NumPy returns views for transposes and diagonals
         return out
 
@@ -389,9 +392,8 @@ class Einsum(Op):
 
 
 def _identity(n, like: Tensor) -> Tensor:
-    if not like.device.computes:  # n may be symbolic: make no host array
-        return Tensor._make(None, (n, n), like.dtype, like.device)
-    data = like.device.from_numpy(np.eye(n, dtype=like.dtype.np))
+    """The n x n identity on like's device (meta: shape only, n may be symbolic)."""
+    data = like.device.xp.eye(n, dtype=like.dtype.np)
     return Tensor._make(data, (n, n), like.dtype, like.device)
 
 

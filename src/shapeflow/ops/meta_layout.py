@@ -1,8 +1,9 @@
 """Strides on the meta device: which views NumPy would make, and where it would copy.
 
 A meta tensor has no data, but a memory plan must know whether `reshape` or `contiguous()`
-allocates. For concrete shapes each non-contiguous meta view keeps a *layout*: a NumPy
-array of the same shape and strides over a one-byte buffer, never read. Permute, expand and
+allocates. For concrete shapes each non-contiguous meta view keeps a *layout*: a host NumPy
+array (made with `host`, the cpu device's namespace: bookkeeping, not tensor data) of the
+same shape and strides over a one-byte buffer, never read. Permute, expand and
 indexing run on it as NumPy views; reshape applies NumPy's no-copy rule to its strides.
 Symbolic shapes fall back to a rule: a permuted or expanded view is strided (a permutation
 of a C-ordered array is remembered, so permuting back is contiguous again), and reshaping a
@@ -13,11 +14,11 @@ from __future__ import annotations
 
 import weakref
 
-import numpy as np
-
+from ..device import cpu
 from ..shape import is_concrete
 
-_BYTE = np.zeros(1, np.uint8)
+host = cpu.xp  # layouts are host arrays whatever the tensor's device
+_BYTE = host.zeros(1, host.uint8)
 
 
 class _IdMap:
@@ -45,11 +46,11 @@ _layouts = _IdMap()  # meta tensor -> layout array, for non-contiguous concrete 
 _strided_symbolic = _IdMap()
 
 
-def _layout(t) -> np.ndarray:
+def _layout(t):
     arr = _layouts.get(t)
     if arr is None:
         shape = tuple(t.shape)
-        arr = np.lib.stride_tricks.as_strided(_BYTE, shape, _contiguous(shape),
+        arr = host.lib.stride_tricks.as_strided(_BYTE, shape, _contiguous(shape),
                                               writeable=False)
     return arr
 
@@ -72,7 +73,7 @@ def swapped(t, d0: int, d1: int) -> None:
     other[d0], other[d1] = other[d1], other[d0]
     strides = list(_contiguous(tuple(other)))
     strides[d0], strides[d1] = strides[d1], strides[d0]
-    arr = np.lib.stride_tricks.as_strided(_BYTE, shape, tuple(strides), writeable=False)
+    arr = host.lib.stride_tricks.as_strided(_BYTE, shape, tuple(strides), writeable=False)
     if not arr.flags.c_contiguous:
         _layouts[t] = arr
 
@@ -115,7 +116,7 @@ def _drop_units(shape) -> tuple:
     return tuple(s for s in shape if not (type(s) is int and s == 1))
 
 
-def reshape_layout(arr: np.ndarray, shape) -> np.ndarray | None:
+def reshape_layout(arr, shape):
     """arr reshaped as a view, or None where NumPy would have to copy.
 
     Computed on the strides alone (NumPy's no-copy reshape rule); asking NumPy itself
@@ -125,7 +126,7 @@ def reshape_layout(arr: np.ndarray, shape) -> np.ndarray | None:
     strides = _nocopy_strides(arr.shape, arr.strides, shape)
     if strides is None:
         return None
-    return np.lib.stride_tricks.as_strided(_BYTE, shape, strides, writeable=False)
+    return host.lib.stride_tricks.as_strided(_BYTE, shape, strides, writeable=False)
 
 
 def _nocopy_strides(old_shape, old_strides, new_shape):

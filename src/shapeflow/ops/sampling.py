@@ -3,13 +3,15 @@
 multinomial, bernoulli, normal, poisson, randint_like and the in-place fills
 (`uniform_`, `normal_`, `exponential_`, `bernoulli_`). Samples carry no gradient: PyTorch's
 are zero for these, so the graph stops here (noted as a graph break by kind "int").
+
+Draws come from the host generator, as NumPy arrays, and go to the tensor's device with
+`device.from_numpy` (free on cpu, so cpu values stay those of the generator); the rest is
+computed on the device.
 """
 
 from __future__ import annotations
 
 import numbers
-
-import numpy as np
 
 from .. import dtypes as _dt
 from ..autograd import grad_mode
@@ -19,6 +21,9 @@ from ..random import Generator, get_rng
 from ..shape import broadcast_shapes
 from ..tensor import Tensor, describe
 from .base import Op, apply
+from .movement.index_arrays import host
+
+_I64, _F64 = _dt.int64.np, _dt.float64.np
 
 
 class DistributionError(ShapeflowError, ValueError, RuntimeError):
@@ -39,7 +44,7 @@ class Multinomial(Op):
     name = "multinomial"
     differentiable = False
 
-    def __init__(self, num_samples: int, replacement: bool, rng: np.random.Generator) -> None:
+    def __init__(self, num_samples: int, replacement: bool, rng) -> None:
         self.num_samples, self.replacement, self.rng = num_samples, replacement, rng
 
     def infer(self, w):
@@ -61,8 +66,10 @@ class Multinomial(Op):
         return tuple(w.shape[:-1]) + (k,), _dt.int64
 
     def forward(self, w):
-        p = np.atleast_2d(w).astype(np.float64)
-        if p.size and not (np.isfinite(p).all() and (p >= 0).all()):
+        dev = self.device
+        xp = dev.xp
+        p = xp.atleast_2d(w).astype(_F64)
+        if p.size and not (xp.isfinite(p).all() and (p >= 0).all()):
             raise DistributionError(
                 "multinomial: probability tensor contains either inf, nan or element < 0",
                 op=self.name, operands=[("input", f"{w.shape} {w.dtype}")])
@@ -75,13 +82,13 @@ class Multinomial(Op):
         rows, n = p.shape
         k = self.num_samples
         if self.replacement:
-            cdf = np.cumsum(p, -1)
+            cdf = xp.cumsum(p, -1)
             cdf /= cdf[:, -1:]  # the last entry exactly 1.0: a draw in [0, 1) lands inside
-            u = self.rng.random((rows, k))
-            out = np.empty((rows, k), np.int64)
+            u = dev.from_numpy(self.rng.random((rows, k)))
+            out = xp.empty((rows, k), _I64)
             for r in range(rows):  # searchsorted per row: exact, and rows are few
-                out[r] = np.searchsorted(cdf[r], u[r], side="right")
-            np.minimum(out, n - 1, out=out)
+                out[r] = xp.searchsorted(cdf[r], u[r], side="right")
+            xp.minimum(out, n - 1, out=out)
         else:
             if ((p > 0).sum(-1) < k).any():
                 raise DistributionError(
@@ -90,9 +97,9 @@ class Multinomial(Op):
                     operands=[("input", f"{list(w.shape)}")])
             # the exponential race: draws in order of E / p are weighted sampling without
             # replacement (each next draw among the rest, in proportion to its weight)
-            with np.errstate(divide="ignore"):
-                keys = self.rng.standard_exponential((rows, n)) / p
-            out = np.argsort(keys, axis=-1, kind="stable")[:, :k].astype(np.int64)
+            with xp.errstate(divide="ignore"):
+                keys = dev.from_numpy(self.rng.standard_exponential((rows, n))) / p
+            out = xp.argsort(keys, axis=-1, kind="stable")[:, :k].astype(_I64)
         return out.reshape(w.shape[:-1] + (k,))
 
 
@@ -108,7 +115,7 @@ class Bernoulli(Op):
     name = "bernoulli"
     differentiable = False
 
-    def __init__(self, p, rng: np.random.Generator) -> None:
+    def __init__(self, p, rng) -> None:
         self.p, self.rng = p, rng
 
     def infer(self, x):
@@ -120,11 +127,11 @@ class Bernoulli(Op):
         return tuple(x.shape), x.dtype
 
     def forward(self, x):
-        p = np.float64(self.p) if self.p is not None else x.astype(np.float64)
+        p = float(self.p) if self.p is not None else x.astype(_F64)
         if self.p is None and x.size and not ((p >= 0) & (p <= 1)).all():
             raise DistributionError("bernoulli: every probability must be in [0, 1]",
                                     op=self.name, operands=[("input", f"{list(x.shape)}")])
-        return (self.rng.random(x.shape) < p).astype(x.dtype)
+        return (self.device.from_numpy(self.rng.random(x.shape)) < p).astype(x.dtype)
 
 
 def bernoulli(input: Tensor, p: float | None = None, *,  # noqa: A002
@@ -137,7 +144,7 @@ class Poisson(Op):
     name = "poisson"
     differentiable = False
 
-    def __init__(self, rng: np.random.Generator) -> None:
+    def __init__(self, rng) -> None:
         self.rng = rng
 
     def infer(self, rate):
@@ -148,7 +155,10 @@ class Poisson(Op):
         if rate.size and not (rate >= 0).all():
             raise DistributionError("poisson: every rate must be >= 0", op=self.name,
                                     operands=[("input", f"{list(rate.shape)}")])
-        return self.rng.poisson(rate.astype(np.float64)).astype(rate.dtype)
+        # the generator draws on the host: the rates go there, the counts come back
+        dev = self.device
+        counts = self.rng.poisson(dev.to_numpy(rate.astype(_F64)))
+        return dev.from_numpy(host.asarray(counts).astype(rate.dtype))
 
 
 def poisson(input: Tensor, generator: Generator | None = None) -> Tensor:  # noqa: A002
@@ -162,7 +172,7 @@ class Normal(Op):
     name = "normal"
     differentiable = False
 
-    def __init__(self, rng: np.random.Generator, mean=None, std=None) -> None:
+    def __init__(self, rng, mean=None, std=None) -> None:
         self.rng, self.mean, self.std = rng, mean, std
 
     def infer(self, *ts):
@@ -171,6 +181,7 @@ class Normal(Op):
         shape = tuple(ts[0].shape)
         if len(ts) == 2:
             shape = broadcast_shapes(shape, tuple(ts[1].shape), self.name, ("mean", "std"))
+        self.shape = tuple(shape)
         if self.std is not None and self.std < 0:
             raise DistributionError(f"normal: std must be >= 0, got {self.std}", op=self.name)
         return shape, _dt.promote_types(ts[0].dtype, ts[-1].dtype)
@@ -182,12 +193,12 @@ class Normal(Op):
             mean, std = arrays[0], self.std
         else:
             mean, std = self.mean, arrays[0]
-        if np.ndim(std) and std.size and not (std >= 0).all():
+        if getattr(std, "ndim", 0) and std.size and not (std >= 0).all():
             raise DistributionError("normal: every std must be >= 0", op=self.name)
-        shape = np.broadcast_shapes(np.shape(mean), np.shape(std))
-        out = mean + std * self.rng.standard_normal(shape)
-        dt = np.result_type(*arrays)
-        return np.asarray(out).astype(dt, copy=False)
+        dev = self.device
+        out = mean + std * dev.from_numpy(self.rng.standard_normal(self.shape))
+        dt = dev.xp.result_type(*[a.dtype for a in arrays])
+        return dev.xp.asarray(out).astype(dt, copy=False)
 
 
 def normal(mean, std=1.0, size=None, *, generator: Generator | None = None, dtype=None,
@@ -212,7 +223,7 @@ def normal(mean, std=1.0, size=None, *, generator: Generator | None = None, dtyp
 
     out = empty(*((size,) if isinstance(size, int) else tuple(size)), dtype=dtype,
                 device=device)
-    _fill(out, "normal", lambda shape: rng.normal(mean, std, shape))
+    _fill(out, "normal", lambda shape, dev: dev.from_numpy(rng.normal(mean, std, shape)))
     out.requires_grad = requires_grad
     return out
 
@@ -232,13 +243,14 @@ def randint_like(input: Tensor, low: int = 0, high: int | None = None, *,  # noq
 
 # ---- in-place fills ------------------------------------------------------------------------
 def _fill(t: Tensor, name: str, draw) -> Tensor:
-    """Write draw(shape) into t: a constant afterwards, as fill_ leaves it."""
+    """Write draw(shape, device), an array of t's device, into t: a constant afterwards, as
+    fill_ leaves it."""
     if grad_mode.state.enabled and t.requires_grad and t.grad_fn is None:
         raise GraphError(f"{name}: a leaf tensor that requires grad {describe(t)} is used in "
                          "an in-place operation", op=name,
                          hint="initialize parameters under sf.no_grad() (or use sf.nn.init)")
     if t.device is not meta:
-        t._data[...] = draw(tuple(t.shape))
+        t._data[...] = draw(tuple(t.shape), t.device)
     t._version[0] += 1
     t._version[1] = name
     if t.grad_fn is not None:  # the values no longer depend on what computed them
@@ -251,7 +263,7 @@ def uniform_(t: Tensor, from_: float = 0.0, to: float = 1.0, *,
     """Fill t with U(from, to) draws (`from` is PyTorch's keyword)."""
     from_ = kwargs.pop("from", from_)
     rng = get_rng(generator)
-    return _fill(t, "uniform_", lambda s: rng.uniform(from_, to, s))
+    return _fill(t, "uniform_", lambda s, dev: dev.from_numpy(rng.uniform(from_, to, s)))
 
 
 def normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, *,
@@ -261,7 +273,7 @@ def normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, *,
         raise DistributionError(f"normal_: std must be >= 0, got {std}", op="normal_",
                                 operands=[("self", describe(t))])
     rng = get_rng(generator)
-    return _fill(t, "normal_", lambda s: rng.normal(mean, std, s))
+    return _fill(t, "normal_", lambda s, dev: dev.from_numpy(rng.normal(mean, std, s)))
 
 
 def exponential_(t: Tensor, lambd: float = 1.0, *,
@@ -271,7 +283,8 @@ def exponential_(t: Tensor, lambd: float = 1.0, *,
         raise DistributionError(f"exponential_: lambd must be > 0, got {lambd}",
                                 op="exponential_", operands=[("self", describe(t))])
     rng = get_rng(generator)
-    return _fill(t, "exponential_", lambda s: rng.exponential(1.0 / lambd, s))
+    return _fill(t, "exponential_",
+                 lambda s, dev: dev.from_numpy(rng.exponential(1.0 / lambd, s)))
 
 
 def bernoulli_(t: Tensor, p=0.5, *, generator: Generator | None = None) -> Tensor:
@@ -288,7 +301,7 @@ def bernoulli_(t: Tensor, p=0.5, *, generator: Generator | None = None) -> Tenso
                                 operands=[("self", describe(t))])
     else:
         pa = p
-    return _fill(t, "bernoulli_", lambda s: rng.random(s) < pa)
+    return _fill(t, "bernoulli_", lambda s, dev: dev.from_numpy(rng.random(s)) < pa)
 
 
 METHODS = ("multinomial", "bernoulli", "uniform_", "normal_", "exponential_", "bernoulli_")

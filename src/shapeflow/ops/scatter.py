@@ -11,11 +11,12 @@ gradient).
 
 from __future__ import annotations
 
-import numpy as np
+import math
 
+from .. import dtypes as _dt
 from ..autograd.autocast_state import hot as _autocast_hot
 from ..errors import DTypeError, ShapeError
-from ..tensor import Tensor, describe, from_numpy
+from ..tensor import Tensor, describe
 from . import autocast as _autocast
 from .base import OUT, X0, X1, X2, Op, Saved, apply
 from .inplace import inplace_method as _inplace
@@ -24,22 +25,26 @@ from .movement import put as _put
 from .movement import scatter as _scatter
 from .movement.dim_index import _check_bounds
 from .movement.gather_scatter import Scatter, ScatterAdd, _pad_to, _scatter_coords
+from .movement.index_arrays import INTP, add_at, ufunc_at
 
 REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
-_UFUNC = {"sum": np.add, "mean": np.add, "prod": np.multiply, "amax": np.maximum,
-          "amin": np.minimum}
+# the namespace's ufunc each reduction applies at the scattered positions
+_UFUNC = {"sum": "add", "mean": "add", "prod": "multiply", "amax": "maximum",
+          "amin": "minimum"}
+_I64, _F64 = _dt.int64.np, _dt.float64.np
 
 
-def _identity(reduce: str, dtype: np.dtype):
+def _identity(xp, reduce: str, dtype):
     if reduce in ("sum", "mean"):
         return 0
     if reduce == "prod":
         return 1
-    big = np.inf if dtype.kind == "f" else (True if dtype.kind == "b" else np.iinfo(dtype).max)
+    big = math.inf if dtype.kind == "f" else (True if dtype.kind == "b" else
+                                              xp.iinfo(dtype).max)
     if reduce == "amin":
         return big
-    return -np.inf if dtype.kind == "f" else (False if dtype.kind == "b" else
-                                              np.iinfo(dtype).min)
+    return -math.inf if dtype.kind == "f" else (False if dtype.kind == "b" else
+                                                xp.iinfo(dtype).min)
 
 
 def _touched(g: Tensor, d: int, index: Tensor) -> Tensor:
@@ -79,46 +84,47 @@ class ScatterReduce(ScatterAdd):
         return (X1,)
 
     def forward(self, x, index, src):
-        out = np.array(x, copy=True)
+        xp = self.device.xp
+        out = xp.array(x, copy=True)
         if x.ndim == 0:
             out, index, src = out.reshape(1), index.reshape(1), src.reshape(1)
         _check_bounds(index, out.shape[self.d], self.d, self.name)
-        coords = _scatter_coords(index.astype(np.intp, copy=False), self.d)
+        coords = _scatter_coords(xp, index.astype(INTP, copy=False), self.d)
         val = src[tuple(slice(0, s) for s in index.shape)]
         r = self.reduce
         if not self.include_self:
-            out[coords] = _identity(r, out.dtype)
-        _UFUNC[r].at(out, coords, val)
+            out[coords] = _identity(xp, r, out.dtype)
+        ufunc_at(xp, _UFUNC[r], out, coords, val)
         if r == "mean":
-            count = np.full(out.shape, 1 if self.include_self else 0, np.int64)
-            np.add.at(count, coords, 1)
-            count = np.maximum(count, 1)
+            count = xp.full(out.shape, 1 if self.include_self else 0, _I64)
+            add_at(xp, count, coords, 1)
+            count = xp.maximum(count, 1)
             out = out / count if out.dtype.kind == "f" else out // count
         elif r == "prod":
-            self._prod_factors(x.reshape(out.shape), coords, val)
+            self._prod_factors(xp, x.reshape(out.shape), coords, val)
         return out.reshape(x.shape).astype(x.dtype, copy=False)
 
-    def _prod_factors(self, x, coords, val) -> None:
+    def _prod_factors(self, xp, x, coords, val) -> None:
         """For backward: the product of every other factor at each input and src entry."""
         zero = val == 0
-        nz = np.where(zero, 1, val).astype(np.float64)
-        zeros = np.zeros(x.shape, np.int64)
-        np.add.at(zeros, coords, zero.astype(np.int64))
-        prod_nz = np.ones(x.shape, np.float64)
-        np.multiply.at(prod_nz, coords, nz)
-        touched = np.zeros(x.shape, bool)
+        nz = xp.where(zero, 1, val).astype(_F64)
+        zeros = xp.zeros(x.shape, _I64)
+        add_at(xp, zeros, coords, zero.astype(_I64))
+        prod_nz = xp.ones(x.shape, _F64)
+        ufunc_at(xp, "multiply", prod_nz, coords, nz)
+        touched = xp.zeros(x.shape, bool)
         touched[coords] = True
         if self.include_self:
-            gx = np.where(zeros > 0, 0.0, prod_nz)  # the product of the scattered values
+            gx = xp.where(zeros > 0, 0.0, prod_nz)  # the product of the scattered values
             x_zero = x == 0
             zeros = zeros + x_zero
-            prod_nz = prod_nz * np.where(x_zero, 1, x)
+            prod_nz = prod_nz * xp.where(x_zero, 1, x)
         else:
-            gx = np.where(touched, 0.0, 1.0)
+            gx = xp.where(touched, 0.0, 1.0)
         z_at, p_at = zeros[coords], prod_nz[coords]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            gsrc = np.where(zero, np.where(z_at == 1, p_at, 0.0),
-                            np.where(z_at == 0, p_at / nz, 0.0))
+        with xp.errstate(divide="ignore", invalid="ignore"):
+            gsrc = xp.where(zero, xp.where(z_at == 1, p_at, 0.0),
+                            xp.where(z_at == 0, p_at / nz, 0.0))
         self.gx_factor = gx.reshape(self.x_shape).astype(x.dtype)
         self.gsrc_factor = gsrc.reshape(self.index_shape).astype(x.dtype)
 
@@ -201,9 +207,9 @@ class IndexCopy(IndexAdd):
         return shape, dtype
 
     def forward(self, x, index, source):
-        index = index.reshape(-1).astype(np.intp, copy=False)
+        index = index.reshape(-1).astype(INTP, copy=False)
         _check_bounds(index, x.shape[self.d] if x.ndim else 1, self.d, self.name)
-        out = np.array(x, copy=True)
+        out = self.device.xp.array(x, copy=True)
         if x.ndim == 0:  # a 0-d input: infer checked that index holds one entry
             out[...] = source
             return out
@@ -252,8 +258,8 @@ class IndexFill(Op):
         return (X1,)
 
     def forward(self, x, index, value=None):
-        index = index.reshape(-1).astype(np.intp, copy=False)
-        out = np.array(x, copy=True)
+        index = index.reshape(-1).astype(INTP, copy=False)
+        out = self.device.xp.array(x, copy=True)
         if x.ndim == 0:
             _check_bounds(index, 1, 0, self.name)
             if index.size:
@@ -271,7 +277,8 @@ class IndexFill(Op):
         gv = None
         if self.needs_grad(2):
             if index._data is not None:  # repeated positions count once, as in PyTorch
-                index = from_numpy(np.unique(index._data.reshape(-1)))
+                u = index.device.xp.unique(index._data.reshape(-1))
+                index = Tensor._make(u, tuple(u.shape), index.dtype, index.device)
             gv = (g.reshape(1) if g.ndim == 0 else index_select(g, self.d, index)).sum()
         return gx, None, gv
 

@@ -7,15 +7,18 @@ DeviceError on the meta device, as a boolean mask index does: no shape can be kn
 
 from __future__ import annotations
 
-import numpy as np
+import math
+import numbers
 
 from .. import dtypes as _dt
 from ..errors import DeviceError, DTypeError, ShapeError, ShapeIndexError
 from ..shape import broadcast_shapes, dims_equal, format_shape, normalize_dim
-from ..tensor import Tensor, describe, from_numpy
+from ..tensor import Tensor, describe
 from .base import X1, Op, apply
+from .movement.index_arrays import INTP, add_at
 
 _int64 = _dt.int64
+_I64 = _int64.np
 
 
 def _needs_data(op: str, *ts: Tensor) -> None:
@@ -35,7 +38,8 @@ def _check_int_index(op: str, index, what: str = "index") -> None:
 
 
 class Computed(Op):
-    """A result computed from the inputs' values in infer (its size depends on them)."""
+    """A result computed from the inputs' values in infer (its size depends on them): `fn`
+    takes and gives the device's arrays."""
 
     differentiable = False
 
@@ -44,7 +48,7 @@ class Computed(Op):
 
     def infer(self, *ts):
         _needs_data(self.name, *ts)
-        self.result = np.asarray(self.fn(*[t._data for t in ts]))
+        self.result = self.fn(*[t._data for t in ts])
         dt = self.dtype or _dt.from_numpy_dtype(self.result.dtype)
         self.result = self.result.astype(dt.np, copy=False)
         return self.result.shape, dt
@@ -56,32 +60,37 @@ class Computed(Op):
 # ---- nonzero / argwhere -----------------------------------------------------------------
 def nonzero(x: Tensor, *, as_tuple: bool = False):
     """Indices of the nonzero entries: [n, ndim] int64, or (as_tuple) one 1-d tensor per dim."""
+    xp, dev = x.device.xp, x.device
+
     def fn(a):
-        return np.argwhere(a) if a.ndim else np.zeros((int(a != 0), 0), np.int64)
+        return xp.argwhere(a) if a.ndim else xp.zeros((int(a != 0), 0), _I64)
 
     out = apply(Computed("nonzero", fn, _int64), x)
     if not as_tuple:
         return out
+    n = out.shape[0]
     if x.ndim == 0:
-        return (from_numpy(np.zeros(out.shape[0], np.int64)),)
-    return tuple(from_numpy(np.ascontiguousarray(out._data[:, j])) for j in range(x.ndim))
+        return (Tensor._make(xp.zeros(n, _I64), (n,), _int64, dev),)
+    return tuple(Tensor._make(xp.ascontiguousarray(out._data[:, j]), (n,), _int64, dev)
+                 for j in range(x.ndim))
 
 
 def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1) -> Tensor:  # noqa: A002
     """nonzero's [n, ndim] indices cut or padded (with fill_value) to exactly `size` rows: a
     shape known before the data (on meta too)."""
-    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
+    if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < 0:
         raise ShapeError(f"nonzero_static: 'size' must be a non-negative integer, got {size!r}",
                          op="nonzero_static")
     shape = (int(size), input.ndim)
     if input._data is None:  # meta: the point of nonzero_static, a shape without data
         return Tensor._make(None, shape, _int64, input.device)
-    found = np.argwhere(input._data) if input.ndim else \
-        np.zeros((int(input._data != 0), 0), np.int64)
-    out = np.full(shape, fill_value, np.int64)
+    xp = input.device.xp
+    found = xp.argwhere(input._data) if input.ndim else \
+        xp.zeros((int(input._data != 0), 0), _I64)
+    out = xp.full(shape, fill_value, _I64)
     n = min(len(found), size)
     out[:n] = found[:n]
-    return Tensor._make(input.device.from_numpy(out), shape, _int64, input.device)
+    return Tensor._make(out, shape, _int64, input.device)
 
 
 def argwhere(x: Tensor) -> Tensor:
@@ -107,14 +116,16 @@ class MaskedSelect(Op):
         _check_mask(self.name, x, mask)
         self.shape = broadcast_shapes(x.shape, mask.shape, self.name, ("input", "mask"))
         _needs_data(self.name, mask)
-        n = int(np.count_nonzero(np.broadcast_to(mask._data, self.shape)))
+        xp = mask.device.xp
+        n = int(xp.count_nonzero(xp.broadcast_to(mask._data, self.shape)))
         return (n,), x.dtype
 
     def saved(self, x, mask, out):
         return (X1,)
 
     def forward(self, x, mask):
-        return np.broadcast_to(x, self.shape)[np.broadcast_to(mask, self.shape)]
+        xp = self.device.xp
+        return xp.broadcast_to(x, self.shape)[xp.broadcast_to(mask, self.shape)]
 
     def backward(self, g):
         from ..factories import zeros
@@ -143,7 +154,8 @@ class MaskedScatter(Op):
         self.shape = broadcast_shapes(x.shape, mask.shape, self.name, ("input", "mask"))
         self.source_shape = tuple(source.shape)
         if mask._data is not None and source._data is not None:
-            need = int(np.count_nonzero(np.broadcast_to(mask._data, self.shape)))
+            xp = mask.device.xp
+            need = int(xp.count_nonzero(xp.broadcast_to(mask._data, self.shape)))
             if need > source._data.size:
                 raise ShapeError(f"{self.name}: the mask has {need} true entries but source "
                                  f"has only {source._data.size} elements", op=self.name,
@@ -155,9 +167,10 @@ class MaskedScatter(Op):
         return (X1,)
 
     def forward(self, x, mask, source):
-        out = np.array(np.broadcast_to(x, self.shape), copy=True)
-        m = np.broadcast_to(mask, self.shape)
-        out[m] = source.reshape(-1)[:np.count_nonzero(m)]
+        xp = self.device.xp
+        out = xp.array(xp.broadcast_to(x, self.shape), copy=True)
+        m = xp.broadcast_to(mask, self.shape)
+        out[m] = source.reshape(-1)[:int(xp.count_nonzero(m))]
         return out
 
     def backward(self, g):
@@ -186,8 +199,9 @@ class _MaskedPick(Op):
         return (X1,)
 
     def forward(self, g, mask):
-        picked = g[np.broadcast_to(mask, g.shape)]
-        out = np.zeros(int(np.prod(self.shape, dtype=np.int64)), g.dtype)
+        xp = self.device.xp
+        picked = g[xp.broadcast_to(mask, g.shape)]
+        out = xp.zeros(math.prod(self.shape), g.dtype)
         out[:picked.size] = picked
         return out.reshape(self.shape)
 
@@ -211,7 +225,8 @@ class _MaskedFill0(Op):
         return (X1,)
 
     def forward(self, g, mask):
-        return np.where(mask, np.zeros((), g.dtype), g)
+        xp = self.device.xp
+        return xp.where(mask, xp.zeros((), g.dtype), g)
 
     def backward(self, gg):
         (mask,) = self.saved_tensors
@@ -230,13 +245,14 @@ def masked_scatter_(x: Tensor, mask: Tensor, source: Tensor) -> Tensor:
 
 
 # ---- take / take_along_dim ------------------------------------------------------------------
-def _wrapped(op: str, index: np.ndarray, n: int, x_desc: str) -> np.ndarray:
+def _wrapped(xp, op: str, index, n: int, x_desc: str):
+    """index (a device array) checked against n and its negatives wrapped."""
     if index.size and (index.min() < -n or index.max() >= n):
-        bad = index.max() if index.max() >= n else index.min()
+        bad = int(index.max() if index.max() >= n else index.min())
         raise ShapeError(f"{op}: index {bad} out of range for tensor of size {n}", op=op,
                          operands=[("input", x_desc)],
                          hint=f"indices must lie in [{-n}, {n - 1}]")
-    return np.where(index < 0, index + n, index).astype(np.intp, copy=False)
+    return xp.where(index < 0, index + n, index).astype(INTP, copy=False)
 
 
 class Take(Op):
@@ -253,7 +269,7 @@ class Take(Op):
         return (X1,)
 
     def forward(self, x, index):
-        return x.reshape(-1)[_wrapped(self.name, index, x.size, self.desc)]
+        return x.reshape(-1)[_wrapped(self.device.xp, self.name, index, x.size, self.desc)]
 
     def backward(self, g):
         (index,) = self.saved_tensors
@@ -275,9 +291,10 @@ class TakeBackward(Op):
         return (X1,)
 
     def forward(self, g, index):
-        out = np.zeros(self.shape, g.dtype)
+        xp = self.device.xp
+        out = xp.zeros(self.shape, g.dtype)
         flat = out.reshape(-1)
-        np.add.at(flat, _wrapped("take", index, flat.size, ""), g)
+        add_at(xp, flat, _wrapped(xp, "take", index, flat.size, ""), g)
         return out
 
     def backward(self, gg):
@@ -348,18 +365,19 @@ class SearchSorted(Op):
 
     def forward(self, seq, values, sorter=None):
         side = "right" if self.right else "left"
+        xp = self.device.xp
         if sorter is not None:
             n = seq.shape[-1]
             if sorter.size and (sorter.min() < 0 or sorter.max() >= n):
                 raise ShapeError(f"searchsorted: sorter index out of range for size {n}",
                                  op=self.name)
-            seq = np.take_along_axis(seq, sorter.astype(np.intp), -1)
-        dt = np.int32 if self.out_int32 else np.int64
+            seq = xp.take_along_axis(seq, sorter.astype(INTP), -1)
+        dt = _dt.int32.np if self.out_int32 else _I64
         if seq.ndim == 1:
-            return np.searchsorted(seq, values, side=side).astype(dt)
+            return xp.searchsorted(seq, values, side=side).astype(dt)
         s2, v2 = seq.reshape(-1, seq.shape[-1]), values.reshape(-1, values.shape[-1])
-        out = np.stack([np.searchsorted(s, v, side=side) for s, v in zip(s2, v2)]) if len(
-            s2) else np.zeros(v2.shape, dt)
+        out = xp.stack([xp.searchsorted(s, v, side=side) for s, v in zip(s2, v2)]) if len(
+            s2) else xp.zeros(v2.shape, dt)
         return out.reshape(values.shape).astype(dt)
 
 
@@ -375,8 +393,9 @@ def searchsorted(sorted_sequence: Tensor, input, *, out_int32: bool = False,  # 
                              "of left while right was True", op="searchsorted")
         right = side == "right"
     if not isinstance(input, Tensor):
-        input = Tensor._make(np.asarray(input, sorted_sequence.dtype.np), (),  # noqa: A001
-                             sorted_sequence.dtype, sorted_sequence.device)
+        dev = sorted_sequence.device  # a number: onto the sequence's device
+        input = Tensor._make(dev.asarray(input, sorted_sequence.dtype.np), (),  # noqa: A001
+                             sorted_sequence.dtype, dev)
     args = (sorted_sequence, input) if sorter is None else (sorted_sequence, input, sorter)
     return apply(SearchSorted(right, out_int32), *args)
 
@@ -415,11 +434,12 @@ class Histc(Op):
             lo, hi = float(x.min()), float(x.max())
         if lo == hi:  # PyTorch widens an empty range by one on each side
             lo, hi = lo - 1, hi + 1
-        v = x.reshape(-1).astype(np.float64)
+        xp = self.device.xp
+        v = x.reshape(-1).astype(_dt.float64.np)
         v = v[(v >= lo) & (v <= hi)]
-        idx = ((v - lo) * self.bins / (hi - lo)).astype(np.int64)
-        np.minimum(idx, self.bins - 1, out=idx)  # the max value goes in the last bin
-        return np.bincount(idx, minlength=self.bins).astype(x.dtype)
+        idx = ((v - lo) * self.bins / (hi - lo)).astype(_I64)
+        xp.minimum(idx, self.bins - 1, out=idx)  # the max value goes in the last bin
+        return xp.bincount(idx, minlength=self.bins).astype(x.dtype)
 
 
 def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Tensor:  # noqa: A002
@@ -431,10 +451,10 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Ten
 def _unique_result(x: Tensor, op: str, values, inverse, counts, return_inverse, return_counts):
     out = apply(Computed(op, lambda a: values, x.dtype), x)
     extra = []
-    if return_inverse:
-        extra.append(from_numpy(np.asarray(inverse, np.int64)))
-    if return_counts:
-        extra.append(from_numpy(np.asarray(counts, np.int64)))
+    for want, a in ((return_inverse, inverse), (return_counts, counts)):
+        if want:
+            a = a.astype(_I64, copy=False)
+            extra.append(Tensor._make(a, tuple(a.shape), _int64, x.device))
     return (out, *extra) if extra else out
 
 
@@ -442,17 +462,17 @@ def unique(x: Tensor, sorted: bool = True, return_inverse: bool = False,  # noqa
            return_counts: bool = False, dim: int | None = None):
     """The distinct values (or slices along dim), sorted; optionally inverse and counts."""
     _needs_data("unique", x)
-    a = x._data
+    a, xp = x._data, x.device.xp
     if dim is None:
-        values, inverse, counts = np.unique(a.reshape(-1), return_inverse=True,
+        values, inverse, counts = xp.unique(a.reshape(-1), return_inverse=True,
                                             return_counts=True)
         inverse = inverse.reshape(a.shape)
     else:
         d = normalize_dim(dim, x.ndim, "unique")
         if a.shape[d] == 0:
-            values, inverse, counts = a, np.zeros(0, np.int64), np.zeros(0, np.int64)
+            values, inverse, counts = a, xp.zeros(0, _I64), xp.zeros(0, _I64)
         else:
-            values, inverse, counts = np.unique(a, return_inverse=True, return_counts=True,
+            values, inverse, counts = xp.unique(a, return_inverse=True, return_counts=True,
                                                 axis=d)
             inverse = inverse.reshape(-1)
     return _unique_result(x, "unique", values, inverse, counts, return_inverse, return_counts)
@@ -462,23 +482,23 @@ def unique_consecutive(x: Tensor, return_inverse: bool = False, return_counts: b
                        dim: int | None = None):
     """Each run of equal consecutive values (or slices along dim) kept once."""
     _needs_data("unique_consecutive", x)
-    a = x._data
+    a, xp = x._data, x.device.xp
     if dim is None:
         flat = a.reshape(-1)
-        new = np.ones(flat.shape, bool)
+        new = xp.ones(flat.shape, bool)
         new[1:] = flat[1:] != flat[:-1]
-        starts = np.flatnonzero(new)
+        starts = xp.flatnonzero(new)
         values = flat[starts]
-        inverse = (np.cumsum(new) - 1).reshape(a.shape)
+        inverse = (xp.cumsum(new) - 1).reshape(a.shape)
     else:
         d = normalize_dim(dim, x.ndim, "unique_consecutive")
-        moved = np.moveaxis(a, d, 0).reshape(a.shape[d], -1)
-        new = np.ones(a.shape[d], bool)
+        moved = xp.moveaxis(a, d, 0).reshape(a.shape[d], -1)
+        new = xp.ones(a.shape[d], bool)
         new[1:] = (moved[1:] != moved[:-1]).any(-1)
-        starts = np.flatnonzero(new)
-        values = np.take(a, starts, axis=d)
-        inverse = np.cumsum(new) - 1
-    counts = np.diff(np.append(starts, new.size))
+        starts = xp.flatnonzero(new)
+        values = xp.take(a, starts, axis=d)
+        inverse = xp.cumsum(new) - 1
+    counts = xp.diff(xp.append(starts, new.size))
     return _unique_result(x, "unique_consecutive", values, inverse, counts, return_inverse,
                           return_counts)
 

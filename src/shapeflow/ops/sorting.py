@@ -7,9 +7,8 @@ the positions the indices name, as PyTorch does.
 
 from __future__ import annotations
 
+import numbers
 from collections import namedtuple
-
-import numpy as np
 
 from .. import dtypes as _dt
 from ..errors import DTypeError, ShapeError
@@ -25,19 +24,20 @@ KthvalueResult = namedtuple("kthvalue", ["values", "indices"])
 _int64 = _dt.int64
 
 
-def stable_argsort(x: np.ndarray, axis: int, descending: bool) -> np.ndarray:
-    """Stable order of x along axis (NaN counts as largest, as in PyTorch)."""
+def stable_argsort(xp, x, axis: int, descending: bool):
+    """Stable order of x along axis, through the namespace xp (NaN counts as largest, as in
+    PyTorch)."""
     if not descending:
-        return np.argsort(x, axis=axis, kind="stable")
+        return xp.argsort(x, axis=axis, kind="stable")
     # descending and stable: sort the reversed array ascending, reverse, map the positions
     n = x.shape[axis]
-    rev = np.flip(x, axis)
-    order = np.flip(np.argsort(rev, axis=axis, kind="stable"), axis)
+    rev = xp.flip(x, axis)
+    order = xp.flip(xp.argsort(rev, axis=axis, kind="stable"), axis)
     return (n - 1) - order
 
 
 def _check_k(op: str, k, n, x: Tensor, low: int) -> None:
-    if not isinstance(k, (int, np.integer)) or isinstance(k, bool):
+    if not isinstance(k, numbers.Integral) or isinstance(k, bool):
         raise DTypeError(f"{op}: k must be an int, got {k!r}", op=op,
                          operands=[("input", describe(x))])
     if type(n) is int and not (low <= k <= n):
@@ -76,18 +76,19 @@ class SortAlong(Op):
         return (Saved.new("indices", self.keep_shape, _int64),)
 
     def forward(self, x):
+        xp, i64 = self.device.xp, _int64.np
         if x.ndim == 0:
-            idx = np.zeros((), np.int64)
+            idx = xp.zeros((), i64)
             values = x.copy()
         else:
             d = self.d
-            idx = stable_argsort(x, d, self.descending)
+            idx = stable_argsort(xp, x, d, self.descending)
             if self.name == "kthvalue":
-                idx = np.take(idx, [self.k - 1], axis=d)
+                idx = xp.take(idx, xp.arange(self.k - 1, self.k), axis=d)
             elif self.k is not None:
-                idx = np.take(idx, np.arange(self.k), axis=d)
-            idx = idx.astype(np.int64, copy=False)
-            values = np.take_along_axis(x, idx, axis=d)
+                idx = xp.take(idx, xp.arange(self.k), axis=d)
+            idx = idx.astype(i64, copy=False)
+            values = xp.take_along_axis(x, idx, axis=d)
             if self.name == "kthvalue" and not self.keepdim:
                 values = values.squeeze(d)
         self.indices = idx  # backward's (the engine takes it when the node is recorded)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from .optimizer import Optimizer, check_numbers, check_porting_flags, invalid
 
 
 class ElementwiseOptimizer(Optimizer):
-    """Runs `_init_state(p, group)` once per parameter and `_update(...)` on raw arrays.
+    """Runs `_init_state(p, group)` once per parameter and `_update(...)` on raw arrays,
+    computing with `xp`, the parameter's device's array namespace.
 
     Subclasses update `param` in place; the step bumps each updated parameter's version once.
     """
@@ -26,18 +25,19 @@ class ElementwiseOptimizer(Optimizer):
                 if not state:
                     self._init_state(p, group, state)
                 grad = p.grad._data
+                xp = p.device.xp
                 if maximize:
-                    grad = np.negative(grad)
+                    grad = xp.negative(grad)
                 step = state["step"]._data
                 step += 1
-                self._update(p._data, grad, state, group, float(step))
+                self._update(p._data, grad, state, group, float(step), xp)
                 p._version[0] += 1
         return loss
 
     def _init_state(self, p, group: dict, state: dict) -> None:
         raise NotImplementedError
 
-    def _update(self, param, grad, state: dict, group: dict, step: float) -> None:
+    def _update(self, param, grad, state: dict, group: dict, step: float, xp) -> None:
         raise NotImplementedError
 
 

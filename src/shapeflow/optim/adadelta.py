@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from .optimizer import (
     Optimizer,
-    axpy_,
     check_numbers,
     check_porting_flags,
     invalid,
@@ -23,7 +20,7 @@ class Adadelta(Optimizer):
 
     State per parameter (`state_per_param`): ['square_avg', 'acc_delta'] (v and u), each
     shaped like the parameter, and a 'step' counter (a 0-d float32 tensor, as PyTorch's).
-    `foreach` is accepted and changes nothing (one NumPy path); `capturable` and
+    `foreach` is accepted and changes nothing (one path); `capturable` and
     `differentiable` (CUDA graphs, a differentiable step) are not supported.
     """
 
@@ -60,6 +57,7 @@ class Adadelta(Optimizer):
                     continue
                 param = p._data
                 grad = p.grad._data
+                xp = p.device.xp
                 state = self.state[p]
                 if not state:
                     state["step"] = new_step()
@@ -69,20 +67,20 @@ class Adadelta(Optimizer):
                 step += 1
                 square_avg, acc_delta = state["square_avg"]._data, state["acc_delta"]._data
                 if maximize:
-                    grad = np.negative(grad)
+                    grad = xp.negative(grad)
                 if wd != 0:
                     grad = grad + param * wd
                 # PyTorch's order of operations, so float32 results agree to the last bits
                 square_avg *= rho
                 square_avg += grad * (1 - rho) * grad
                 std = square_avg + eps
-                np.sqrt(std, out=std)
+                xp.sqrt(std, out=std)
                 delta = acc_delta + eps
-                np.sqrt(delta, out=delta)
+                xp.sqrt(delta, out=delta)
                 delta /= std
                 delta *= grad
                 acc_delta *= rho
                 acc_delta += delta * (1 - rho) * delta
-                axpy_(param, delta, -lr)
+                p.device.kernels.axpy(param, delta, -lr)
                 p._version[0] += 1
         return loss

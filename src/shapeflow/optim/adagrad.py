@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import numpy as np
-
-from ..tensor import from_numpy
+from ..tensor import Tensor
 from ._elementwise import ElementwiseOptimizer, check_common
 from .optimizer import invalid, new_step
 
@@ -44,14 +42,15 @@ class Adagrad(ElementwiseOptimizer):
 
     def _init_state(self, p, group: dict, state: dict) -> None:
         state["step"] = new_step()
-        state["sum"] = from_numpy(np.full_like(p._data, group["initial_accumulator_value"]))
+        state["sum"] = Tensor._make(p.device.xp.full_like(
+            p._data, group["initial_accumulator_value"]), p.shape, p.dtype, p.device)
 
-    def _update(self, param, grad, state: dict, group: dict, step: float) -> None:
+    def _update(self, param, grad, state: dict, group: dict, step: float, xp) -> None:
         if group["weight_decay"] != 0:
             grad = grad + param * group["weight_decay"]
         clr = group["lr"] / (1 + (step - 1) * group["lr_decay"])
         state_sum = state["sum"]._data
         state_sum += grad * grad
-        std = np.sqrt(state_sum)
+        std = xp.sqrt(state_sum)
         std += group["eps"]
         param += grad / std * -clr

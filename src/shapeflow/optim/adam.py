@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
-import numpy as np
-
-from ..backend.cpu import kernels
 from .optimizer import (
-    BLOCK,
     Optimizer,
     check_numbers,
     check_porting_flags,
-    chunks,
-    flat,
     invalid,
     new_step,
     zeros_state,
@@ -71,6 +65,7 @@ class Adam(Optimizer):
                     continue
                 param = p._data
                 grad = p.grad._data
+                xp = p.device.xp
                 state = self.state[p]
                 if not state:
                     state["step"] = new_step()
@@ -84,7 +79,7 @@ class Adam(Optimizer):
                 step_arr += 1
                 step = float(step_arr)
                 if maximize:
-                    grad = np.negative(grad)
+                    grad = xp.negative(grad)
                 if wd != 0:
                     if decoupled:
                         param *= 1 - lr * wd
@@ -94,50 +89,10 @@ class Adam(Optimizer):
                 bias_correction2 = 1 - beta2**step
                 scalars = (1 - beta1, beta2, 1 - beta2, bias_correction2**0.5, eps,
                            -(lr / bias_correction1))
-                # one compiled pass where it is built (the same float32 steps), else NumPy
-                compiled = kernels.adam(param, grad, m, v, vmax, scalars)
-                if not compiled and (param.size <= BLOCK or
-                                     not _chunked(param, grad, m, v, vmax, scalars)):
-                    _adam_kernel(param, grad, m, v, vmax, np.empty_like(param), scalars)
+                # the device's update: on cpu one compiled pass where it is built, else NumPy
+                p.device.kernels.adam(param, grad, m, v, vmax, scalars)
                 p._version[0] += 1
         return loss
-
-
-def _chunked(param, grad, m, v, vmax, scalars) -> bool:
-    """The update chunk by chunk, so operands and temporaries stay in cache (if flat views)."""
-    arrays = (param, grad, m, v) if vmax is None else (param, grad, m, v, vmax)
-    views = [flat(a) for a in arrays]
-    if any(f is None for f in views) or grad.shape != param.shape:
-        return False
-    fp, fg, fm, fv = views[:4]
-    fx = views[4] if vmax is not None else None
-    tmp = np.empty(BLOCK, dtype=param.dtype)
-    for a, b in chunks(param.size):
-        _adam_kernel(fp[a:b], fg[a:b], fm[a:b], fv[a:b], None if fx is None else fx[a:b],
-                     tmp[:b - a], scalars)
-    return True
-
-
-def _adam_kernel(param, grad, m, v, vmax, tmp, scalars) -> None:
-    """One Adam update in place, in PyTorch's order of float32 operations."""
-    w1, beta2, w2, bc2_sqrt, eps, neg_step_size = scalars
-    np.subtract(grad, m, out=tmp)  # m.lerp_(grad, 1 - beta1) = m + w * (g - m)
-    tmp *= w1
-    m += tmp
-    v *= beta2  # v.mul_(beta2).addcmul_(g, g, value=1 - beta2)
-    np.multiply(grad, w2, out=tmp)
-    tmp *= grad
-    v += tmp
-    if vmax is not None:
-        np.maximum(vmax, v, out=vmax)
-        np.sqrt(vmax, out=tmp)
-    else:
-        np.sqrt(v, out=tmp)
-    tmp /= bc2_sqrt  # denom = sqrt(v) / sqrt(bias_correction2) + eps
-    tmp += eps
-    np.divide(m, tmp, out=tmp)  # p.addcdiv_(m, denom, value=-step_size)
-    tmp *= neg_step_size
-    param += tmp
 
 
 class AdamW(Adam):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from ._elementwise import ElementwiseOptimizer, check_common
 from .optimizer import new_step, zeros_state
 
@@ -34,13 +32,13 @@ class Adamax(ElementwiseOptimizer):
         state["exp_avg"] = zeros_state(p)
         state["exp_inf"] = zeros_state(p)
 
-    def _update(self, param, grad, state: dict, group: dict, step: float) -> None:
+    def _update(self, param, grad, state: dict, group: dict, step: float, xp) -> None:
         beta1, beta2 = group["betas"]
         if group["weight_decay"] != 0:
             grad = grad + param * group["weight_decay"]
         exp_avg, exp_inf = state["exp_avg"]._data, state["exp_inf"]._data
         exp_avg += (grad - exp_avg) * (1 - beta1)
         exp_inf *= beta2
-        np.maximum(exp_inf, np.abs(grad) + group["eps"], out=exp_inf)
+        xp.maximum(exp_inf, xp.abs(grad) + group["eps"], out=exp_inf)
         clr = group["lr"] / (1 - beta1**step)
         param += exp_avg / exp_inf * -clr

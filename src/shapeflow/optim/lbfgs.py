@@ -44,21 +44,25 @@ class LBFGS(Optimizer):
                 + [f"old_stps.{i}" for i in range(h)])
 
     # ---- flat views of the parameters ----------------------------------------------------------
+    # The search runs on the host (NumPy on flat vectors): the gradients come over with
+    # to_numpy and the updates go back with from_numpy, both free on cpu.
     def _gather_flat_grad(self) -> np.ndarray:
-        return np.concatenate([np.zeros(p.numel(), p._data.dtype) if p.grad is None
-                               else p.grad._data.reshape(-1) for p in self._params])
+        return np.concatenate([np.zeros(p.numel(), p.dtype.np) if p.grad is None
+                               else p.device.to_numpy(p.grad._data).reshape(-1)
+                               for p in self._params])
 
     def _add_grad(self, step_size: float, update: np.ndarray) -> None:
         offset = 0
         for p in self._params:
             n = p.numel()
-            p._data += (update[offset:offset + n] * step_size).reshape(p._data.shape)
+            p._data += p.device.from_numpy(
+                (update[offset:offset + n] * step_size).reshape(p._data.shape))
             p._version[0] += 1
             offset += n
 
     def _set_param(self, saved: list) -> None:
         for p, s in zip(self._params, saved):
-            p._data[...] = s
+            p._data[...] = p.device.from_numpy(s)
             p._version[0] += 1
 
     def _directional_evaluate(self, closure, x: list, t: float, d: np.ndarray):
@@ -138,7 +142,7 @@ class LBFGS(Optimizer):
                 break
             ls_func_evals = 0
             if group["line_search_fn"] is not None:
-                x_init = [p._data.copy() for p in self._params]
+                x_init = [p.device.to_numpy(p._data).copy() for p in self._params]
 
                 def obj_func(x, t, d):
                     return self._directional_evaluate(closure, x, t, d)

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import functools
 
-import numpy as np
-
 from .. import dtypes as _dt
-from ..tensor import Tensor, from_numpy
+from ..tensor import Tensor
 
 _HALF = (_dt.bfloat16, _dt.float16)
+_F32 = _dt.float32.np
 
 
 def with_master_weights(step):
@@ -47,9 +46,9 @@ def _swap_in(opt) -> list:
             state = opt.state[p]
             master = state.get("master")
             if master is None:  # the first step: made here, stored after it (see _swap_out)
-                master = from_numpy(p._data.astype(np.float32))
+                master = Tensor._make(p._data.astype(_F32), p.shape, _dt.float32, p.device)
             grad = p.grad
-            g32 = Tensor._make(grad._data.astype(np.float32), grad.shape, _dt.float32,
+            g32 = Tensor._make(grad._data.astype(_F32), grad.shape, _dt.float32,
                                grad.device)
             swapped.append((p, p._data, p.dtype, grad, master))
             p._data, p.dtype, p.grad = master._data, _dt.float32, g32
@@ -60,6 +59,6 @@ def _swap_out(opt, swapped: list) -> None:
     """Give each parameter back its 16-bit array, now the master rounded to its dtype."""
     for p, data, dtype, grad, master in swapped:
         master._data = p._data  # an optimizer may have rebound it (it updates in place)
-        np.copyto(data, master._data, casting="unsafe")  # round to nearest even
+        p.device.xp.copyto(data, master._data, casting="unsafe")  # round to nearest even
         p._data, p.dtype, p.grad = data, dtype, grad
         opt.state[p]["master"] = master

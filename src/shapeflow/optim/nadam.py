@@ -58,7 +58,7 @@ class NAdam(ElementwiseOptimizer):
         state["exp_avg"] = zeros_state(p)
         state["exp_avg_sq"] = zeros_state(p)
 
-    def _update(self, param, grad, state: dict, group: dict, step: float) -> None:
+    def _update(self, param, grad, state: dict, group: dict, step: float, xp) -> None:
         lr, (beta1, beta2), md = group["lr"], group["betas"], group["momentum_decay"]
         bias_correction2 = 1 - beta2**step
         grad, exp_avg, exp_avg_sq = _moments(param, grad, state, group)
@@ -67,7 +67,7 @@ class NAdam(ElementwiseOptimizer):
         mu_product = state["mu_product"]._data
         mu_product *= mu  # kept in float32, as PyTorch's scalar tensor
         mu_prod = float(mu_product)
-        denom = np.sqrt(exp_avg_sq / bias_correction2)
+        denom = xp.sqrt(exp_avg_sq / bias_correction2)
         denom += group["eps"]
         param += grad / denom * (-lr * (1.0 - mu) / (1.0 - mu_prod))
         param += exp_avg / denom * (-lr * mu_next / (1.0 - mu_prod * mu_next))
@@ -99,7 +99,7 @@ class RAdam(ElementwiseOptimizer):
         state["exp_avg"] = zeros_state(p)
         state["exp_avg_sq"] = zeros_state(p)
 
-    def _update(self, param, grad, state: dict, group: dict, step: float) -> None:
+    def _update(self, param, grad, state: dict, group: dict, step: float, xp) -> None:
         lr, (beta1, beta2) = group["lr"], group["betas"]
         grad, exp_avg, exp_avg_sq = _moments(param, grad, state, group)
         bias_correction1 = 1 - beta1**step
@@ -110,7 +110,7 @@ class RAdam(ElementwiseOptimizer):
         if rho_t > 5.0:
             rect = ((rho_t - 4) * (rho_t - 2) * rho_inf
                     / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
-            adaptive = np.sqrt(exp_avg_sq)
+            adaptive = xp.sqrt(exp_avg_sq)
             adaptive += group["eps"]
             adaptive = bias_correction2**0.5 / adaptive
             param -= corrected * lr * adaptive * rect

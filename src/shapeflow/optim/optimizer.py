@@ -2,8 +2,8 @@
 
 Each optimizer declares the buffers it keeps per parameter (`state_per_param(group)`), so a
 memory report can count optimizer state before any step runs (`state_bytes(param)`).
-Updates run on the raw arrays with in-place NumPy ops, bumping each updated parameter's
-version once per step.
+Updates run in place on the raw arrays, through each parameter's device (`p.device.xp`, and
+its kernel table's `adam` and `axpy`), bumping each updated parameter's version once per step.
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ from itertools import chain
 
 import numpy as np
 
+from .. import dtypes as _dt
 from ..autograd import enable_grad
-from ..backend.cpu import kernels
+from ..device import cpu
 from ..errors import DeviceError, DTypeError, ShapeError
 from ..shape import format_shape
 from ..tensor import Tensor, describe, from_numpy
@@ -262,12 +263,12 @@ class Optimizer:
                                      f"{format_shape(arr.shape)} for a parameter "
                                      f"{describe(param)}"))
                     continue
-                if param._data is not None and arr.dtype.kind == "f" and not (
-                        arr.dtype == np.float32 and param._data.dtype.itemsize == 2):
-                    arr = arr.astype(param._data.dtype)  # a copy: the state is ours alone
+                if param.device.computes and arr.dtype.kind == "f" and not (
+                        arr.dtype == np.float32 and param.dtype.itemsize == 2):
+                    arr = arr.astype(param.dtype.np)  # a copy: the state is ours alone
                 else:  # (float32 state of a 16-bit parameter: its master weights' kept)
                     arr = arr.copy()
-                out[name] = from_numpy(arr)
+                out[name] = _on_device(arr, param)
             new_state[param] = out
         if problems:
             raise ShapeError("optimizer state does not fit the parameters; the optimizer was "
@@ -297,38 +298,10 @@ class Optimizer:
         self.__dict__.update(state)
 
 
-BLOCK = 1 << 16  # elements per chunk: temporaries of this size stay in cache
-
-
-def chunks(n: int):
-    """(start, stop) slices covering range(n) in cache-sized pieces."""
-    for s in range(0, n, BLOCK):
-        yield s, min(s + BLOCK, n)
-
-
-def flat(a: np.ndarray) -> np.ndarray | None:
-    """A 1-D view of a C-contiguous array (None if it has no such view)."""
-    return a.reshape(-1) if a.flags.c_contiguous else None
-
-
-def axpy_(y: np.ndarray, x: np.ndarray, alpha: float) -> None:
-    """y += alpha * x in place (as torch's add_(x, alpha=)), without a full-size temporary."""
-    if kernels.axpy(y, x, alpha):
-        return
-    yf, xf = flat(y), flat(x)
-    if y.size <= BLOCK or yf is None or xf is None or x.shape != y.shape:
-        y += x * alpha
-        return
-    tmp = np.empty(BLOCK, dtype=y.dtype)
-    for s, e in chunks(y.size):
-        t = tmp[:e - s]
-        np.multiply(xf[s:e], alpha, out=t)
-        yf[s:e] += t
-
-
 def _as_array(v):
+    """A state value's host NumPy array (None for what holds no array: numbers, meta)."""
     if isinstance(v, Tensor):
-        return v._data
+        return v.device.to_numpy(v._data) if v.device.computes else None
     if isinstance(v, np.ndarray):
         return v
     if hasattr(v, "detach") and hasattr(v, "numpy"):  # a torch tensor
@@ -343,9 +316,17 @@ def _as_step(v) -> Tensor:
 
 
 def new_step() -> Tensor:
-    """A step counter as PyTorch keeps it: a 0-d float32 tensor."""
+    """A step counter as PyTorch keeps it: a 0-d float32 tensor on the host (the cpu)."""
     return from_numpy(np.zeros((), dtype=np.float32))
 
 
 def zeros_state(p: Tensor) -> Tensor:
-    return from_numpy(np.zeros_like(p._data))
+    """A state buffer of zeros shaped like `p`, on p's device."""
+    return Tensor._make(p.device.xp.zeros_like(p._data), p.shape, p.dtype, p.device)
+
+
+def _on_device(arr: np.ndarray, param: Tensor) -> Tensor:
+    """A host array of loaded state as a tensor on param's device (cpu for a meta one)."""
+    device = param.device if param.device.computes else cpu
+    return Tensor._make(device.from_numpy(arr), arr.shape, _dt.from_numpy_dtype(arr.dtype),
+                        device)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from ._elementwise import ElementwiseOptimizer, check_common
 from .optimizer import invalid, new_step, zeros_state
 
@@ -47,7 +45,7 @@ class RMSprop(ElementwiseOptimizer):
         for name in self.state_per_param(group):
             state[name] = zeros_state(p)
 
-    def _update(self, param, grad, state: dict, group: dict, step: float) -> None:
+    def _update(self, param, grad, state: dict, group: dict, step: float, xp) -> None:
         alpha, eps, lr = group["alpha"], group["eps"], group["lr"]
         if group["weight_decay"] != 0:
             grad = grad + param * group["weight_decay"]
@@ -57,9 +55,9 @@ class RMSprop(ElementwiseOptimizer):
         if group["centered"]:
             grad_avg = state["grad_avg"]._data
             grad_avg += (grad - grad_avg) * (1 - alpha)
-            avg = np.sqrt(square_avg - grad_avg * grad_avg)
+            avg = xp.sqrt(square_avg - grad_avg * grad_avg)
         else:
-            avg = np.sqrt(square_avg)
+            avg = xp.sqrt(square_avg)
         avg += eps
         if group["momentum"] > 0:
             buf = state["momentum_buffer"]._data

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import numpy as np
-
-from ..tensor import from_numpy
-from .optimizer import Optimizer, axpy_, check_numbers, check_porting_flags, invalid
+from ..tensor import Tensor
+from .optimizer import Optimizer, check_numbers, check_porting_flags, invalid
 
 
 class SGD(Optimizer):
@@ -53,9 +51,10 @@ class SGD(Optimizer):
                     continue
                 param = p._data
                 grad = p.grad._data
+                xp, axpy_ = p.device.xp, p.device.kernels.axpy
                 owned = False  # whether `grad` is a temporary of ours (may be overwritten)
                 if maximize:
-                    grad = np.negative(grad)
+                    grad = xp.negative(grad)
                     owned = True
                 if wd != 0:  # grad.add(param, alpha=weight_decay)
                     if not owned:
@@ -66,8 +65,9 @@ class SGD(Optimizer):
                     state = self.state[p]
                     buf_t = state.get("momentum_buffer")
                     if buf_t is None:
-                        buf = np.array(grad, copy=True)
-                        state["momentum_buffer"] = from_numpy(buf)
+                        buf = xp.array(grad, copy=True)
+                        state["momentum_buffer"] = Tensor._make(buf, p.grad.shape, p.grad.dtype,
+                                                                p.device)
                     else:
                         buf = buf_t._data
                         buf *= momentum

@@ -14,7 +14,8 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..autograd import no_grad
-from ..backend.cpu import gemm, igemm
+from ..backend.cpu import igemm
+from ..device import cpu
 from ..errors import DeviceError, DTypeError, ShapeError, ShapeIndexError
 from ..nn.module import Module
 from ..nn.parameter import Parameter
@@ -187,10 +188,10 @@ class QuantizedLinear(_QuantizedWeight):
                 s_in = np.float32(np.float64(amax) / top) if amax > 0 else np.float32(1)
             xq = np.clip(xf / s_in, -top, top).astype(fp8).astype(np.float32)
             wq = self.weight_qdata._data.view(fp8).astype(np.float32)
-            y = gemm.matmul(xq, wq.T)
+            y = cpu.kernels.matmul(xq, wq.T)
             y *= np.float32(np.float64(s_in) * np.float64(self._scale()))
         else:
-            y = gemm.matmul(xf, self._dequantized_weight(scheme).T)
+            y = cpu.kernels.matmul(xf, self._dequantized_weight(scheme).T)
         if bias is not None:
             y += bias
         return y.reshape(*x.shape[:-1], n).astype(x.dtype, copy=False)

@@ -14,7 +14,8 @@ import math
 
 import numpy as np
 
-from ..backend.cpu import gemm, kernels
+from ..backend.cpu import kernels
+from ..device import cpu
 from ..ops.elementwise.activations import Gelu
 from . import paged_attention as pa
 from .kv_pool import KVPool
@@ -86,6 +87,7 @@ class ModelRunner:
             L.fc_w, L.fc_b = _arr(mlp.c_fc.weight).T, _arr(mlp.c_fc.bias)
             L.out_w, L.out_b = _arr(mlp.c_proj.weight).T, _arr(mlp.c_proj.bias)
             L.gelu = Gelu(getattr(getattr(mlp, "gelu", None), "approximate", "none"))
+            L.gelu.device = cpu  # its kernel runs on the host arrays, outside apply
             self.layers.append(L)
         self._key = key
 
@@ -141,7 +143,7 @@ class ModelRunner:
         write, attend = pa.write_kv, pa.paged_attention
         for i, L in enumerate(self.layers):
             h = _layer_norm(x, *L.ln1)
-            qkv = gemm.matmul(h, L.attn_w, L.attn_b)
+            qkv = cpu.kernels.matmul_bias(h, L.attn_w, L.attn_b)
             q = np.ascontiguousarray(qkv[:, :C]).reshape(N, H, D)  # the kernel reads rows
             k = qkv[:, C:2 * C].reshape(N, H, D)
             v = qkv[:, 2 * C:].reshape(N, H, D)
@@ -149,11 +151,11 @@ class ModelRunner:
             write(kc, vc, k, v, slots)
             self.kv_bytes_written += k.nbytes + v.nbytes
             y = attend(q, kc, vc, tables, ctx, qlens, self.scale)
-            x += gemm.matmul(y.reshape(N, C), L.proj_w, L.proj_b)
+            x += cpu.kernels.matmul_bias(y.reshape(N, C), L.proj_w, L.proj_b)
             h = _layer_norm(x, *L.ln2)
-            f = L.gelu.fn(gemm.matmul(h, L.fc_w, L.fc_b))
-            x += gemm.matmul(f, L.out_w, L.out_b)
+            f = L.gelu.fn(cpu.kernels.matmul_bias(h, L.fc_w, L.fc_b))
+            x += cpu.kernels.matmul_bias(f, L.out_w, L.out_b)
         if len(rows) == 0:
             return np.empty((0, self.wte.shape[0]), x.dtype)
         h = _layer_norm(np.ascontiguousarray(x[rows]), *self.ln_f)
-        return gemm.matmul(h, self.lm_w.T)
+        return cpu.kernels.matmul(h, self.lm_w.T)

@@ -18,34 +18,11 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "isa.h"
+
 /* The instruction sets this build assumes: conv_kernels.py refuses a library built for a CPU
  * with more of them than the one it runs on. */
-const char shapeflow_conv_isa[] = ""
-#ifdef __SSE4_1__
-    " sse4_1"
-#endif
-#ifdef __AVX__
-    " avx"
-#endif
-#ifdef __AVX2__
-    " avx2"
-#endif
-#ifdef __FMA__
-    " fma"
-#endif
-#ifdef __AVX512F__
-    " avx512f"
-#endif
-#ifdef __AVX512BW__
-    " avx512bw"
-#endif
-#ifdef __AVX512VL__
-    " avx512vl"
-#endif
-#ifdef __AVX512DQ__
-    " avx512dq"
-#endif
-    "";
+const char shapeflow_conv_isa[] = SHAPEFLOW_ISA;
 
 #ifndef SHAPEFLOW_CONV_SOURCE
 #define SHAPEFLOW_CONV_SOURCE "unknown"

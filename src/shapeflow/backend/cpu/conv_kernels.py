@@ -107,34 +107,36 @@ class Geometry:
         return taps, (self.pt, bottom, self.pl, right)
 
 
-def im2col(x: np.ndarray, cols: np.ndarray, geo: Geometry, oy0: int, oy1: int) -> None:
+def im2col(x: np.ndarray, cols: np.ndarray, geo: Geometry, oy0: int, oy1: int) -> bool:
     """cols [C*kh*kw, nimg*(oy1-oy0)*ow] <- the windows of output rows [oy0, oy1) of the
-    images x [nimg, C, H, W] (C-contiguous); zeros where a window reads padding."""
+    images x [nimg, C, H, W] (C-contiguous); zeros where a window reads padding. True when
+    the compiled loop ran (False: NumPy's)."""
     nimg = x.shape[0]
     geo.check(x, cols, oy0, oy1)
     fn = _fn("im2col", x, cols)
     if fn is not None and x.flags.c_contiguous and cols.strides[1] == cols.itemsize:
         fn(address(x), address(cols), cols.strides[0] // cols.itemsize, nimg,
            *geo.args(oy0, oy1))
-        return
+        return True
     taps, (pt, pb, pl, pr) = geo._taps(oy0, oy1)
     xp = x[:, :, max(0, -pt):geo.H + min(0, pb), max(0, -pl):geo.W + min(0, pr)]
     xp = np.pad(xp, ((0, 0), (0, 0), (max(pt, 0), max(pb, 0)), (max(pl, 0), max(pr, 0))))
     c6 = cols.reshape(geo.C, geo.kh * geo.kw, nimg, oy1 - oy0, geo.ow)
     for k, (rs, cs) in enumerate(taps):
         c6[:, k] = xp[:, :, rs, cs].transpose(1, 0, 2, 3)
+    return False
 
 
-def col2im(cols: np.ndarray, dx: np.ndarray, geo: Geometry, oy0: int, oy1: int) -> None:
+def col2im(cols: np.ndarray, dx: np.ndarray, geo: Geometry, oy0: int, oy1: int) -> bool:
     """The adjoint of im2col: dx [nimg, C, H, W] += each column entry at its input position
-    (entries that read padding are dropped)."""
+    (entries that read padding are dropped). True when the compiled loop ran."""
     nimg = dx.shape[0]
     geo.check(dx, cols, oy0, oy1)
     fn = _fn("col2im", cols, dx)
     if fn is not None and dx.flags.c_contiguous and cols.strides[1] == cols.itemsize:
         fn(address(cols), address(dx), cols.strides[0] // cols.itemsize, nimg,
            *geo.args(oy0, oy1))
-        return
+        return True
     taps, (pt, pb, pl, pr) = geo._taps(oy0, oy1)
     H, W = geo.H, geo.W
     dxp = np.zeros((nimg, geo.C, max(pt, 0) + H + max(pb, 0), max(pl, 0) + W + max(pr, 0)),
@@ -143,11 +145,12 @@ def col2im(cols: np.ndarray, dx: np.ndarray, geo: Geometry, oy0: int, oy1: int) 
     for k, (rs, cs) in enumerate(taps):
         dxp[:, :, rs, cs] += c6[:, k].transpose(1, 0, 2, 3)
     dx += dxp[:, :, max(pt, 0):max(pt, 0) + H, max(pl, 0):max(pl, 0) + W]
+    return False
 
 
-def gemm_into(a: np.ndarray, b: np.ndarray, out: np.ndarray, beta: float) -> None:
+def gemm_into(a: np.ndarray, b: np.ndarray, out: np.ndarray, beta: float) -> bool:
     """out <- a @ b + beta * out, for 2-D float operands that may be transposed or strided
-    views (MKL's ld arguments: no copies); np.matmul where MKL is absent."""
+    views (MKL's ld arguments: no copies); np.matmul where MKL is absent. True when MKL ran."""
     if not gemm._state["loaded"]:
         gemm._load()
     fn = gemm._GEMM.get(a.dtype) if _state.get("mkl", True) else None
@@ -158,11 +161,12 @@ def gemm_into(a: np.ndarray, b: np.ndarray, out: np.ndarray, beta: float) -> Non
             gemm.threads.for_product(m * n * k)
             fn(gemm._ROW_MAJOR, oa[0], ob[0], m, n, k, 1.0, address(a), oa[1], address(b),
                ob[1], beta, address(out), oo[1])
-            return
+            return True
     if beta == 0:
         np.matmul(a, b, out=out)
     else:
         out += a @ b
+    return False
 
 
 def instance_norm(x2: np.ndarray, w: np.ndarray | None, b: np.ndarray | None, C: int,

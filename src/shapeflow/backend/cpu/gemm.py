@@ -11,6 +11,10 @@ bfloat16 and float16 products (any rank) accumulate in float32 and round once to
 operands' dtype, as PyTorch's do: through MKL's gemm_bf16bf16f32 / gemm_f16f16f32 where MKL
 is loaded, else through float32 copies and np.matmul. Never np.matmul on the 16-bit arrays
 themselves: ml_dtypes' bfloat16 matmul runs at well under 1 GFLOP/s and returns float32.
+
+This module holds the calls (ctypes into MKL, bf16gemm.c); which one runs for a product is
+decided, and counted, by the cpu kernel table's matmul section (ladder.py). `matmul`,
+`matmul_acc` and `matmul_nd` below are that table's kernels under their old names.
 """
 
 from __future__ import annotations
@@ -129,36 +133,51 @@ def _operand(a: np.ndarray) -> tuple[int, int, np.ndarray] | None:
     return None
 
 
-def _numpy(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
-    out = np.matmul(a, b)
+def numpy_matmul(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None,
+                 out: np.ndarray | None = None) -> np.ndarray:
+    """np.matmul(a, b) (+ bias), into `out` when given: the ladder's last rung."""
+    out = np.matmul(a, b, out=out)
     if bias is not None:
         out += bias
     return out
 
 
-def matmul(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
-    """a @ b (+ bias, broadcast over rows): MKL for large 2-D float products, else np.matmul.
-
-    With MKL the bias is written first and the product added to it (beta = 1), as
-    PyTorch's addmm does: one pass over the output fewer than adding it afterwards.
-    """
+def mkl_operands(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None):
+    """(cblas gemm, a's and b's descriptions) where MKL takes this 2-D float product, else
+    None: MKL absent, another dtype or rank, under MIN_MACS multiply-adds, or strides no
+    cblas call takes without a copy."""
     if not _state["loaded"]:
         _load()
     dtype = a.dtype
     fn = _GEMM.get(dtype)
     if fn is None or a.ndim != 2 or b.ndim != 2 or b.dtype != dtype:
-        if dtype in _HALF_GEMM and b.dtype == dtype and (bias is None or bias.dtype == dtype):
-            return half_matmul(a, b, bias)
-        return _numpy(a, b, bias)
+        return None
     (m, k), n = a.shape, b.shape[1]
     if m * n * k < MIN_MACS or b.shape[0] != k or (bias is not None and bias.dtype != dtype):
-        return _numpy(a, b, bias)
+        return None
     oa, ob = _operand(a), _operand(b)
     if oa is None or ob is None:
-        return _numpy(a, b, bias)
-    if m <= WIDE_MAX_ROWS and k * n >= PAD_MIN_WEIGHT and (n >= WIDE_N or m == 3):
-        return _few_rows(fn, a, oa, ob, b, bias)
-    out = np.empty((m, n), dtype)
+        return None
+    return fn, oa, ob
+
+
+def is_few_rows(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether a @ b is a few rows times a big weight, which runs faster padded and in
+    column blocks (see WIDE_N)."""
+    (m, k), n = a.shape, b.shape[1]
+    return m <= WIDE_MAX_ROWS and k * n >= PAD_MIN_WEIGHT and (n >= WIDE_N or m == 3)
+
+
+def mkl_matmul(fn, a: np.ndarray, oa: tuple, b: np.ndarray, ob: tuple,
+               bias: np.ndarray | None, out: np.ndarray | None = None) -> np.ndarray:
+    """a @ b (+ bias) by one cblas gemm call into `out` (C-contiguous [m, n]) or a new array.
+
+    With a bias it is written first and the product added to it (beta = 1), as PyTorch's
+    addmm does: one pass over the output fewer than adding it afterwards.
+    """
+    (m, k), n = a.shape, b.shape[1]
+    if out is None:
+        out = np.empty((m, n), a.dtype)
     if bias is not None:
         np.copyto(out, bias)
     threads.for_product(m * n * k)
@@ -167,8 +186,8 @@ def matmul(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None = None) -> np.n
     return out
 
 
-def _few_rows(fn, a: np.ndarray, oa: tuple, ob: tuple, b: np.ndarray,
-              bias: np.ndarray | None) -> np.ndarray:
+def few_rows(fn, a: np.ndarray, oa: tuple, ob: tuple, b: np.ndarray,
+             bias: np.ndarray | None) -> np.ndarray:
     """a @ b (+ bias) for a few rows of a and a big b: padded rows, and column blocks when
     b is wide (see WIDE_N)."""
     (m, k), n = a.shape, b.shape[1]
@@ -194,41 +213,68 @@ def _few_rows(fn, a: np.ndarray, oa: tuple, ob: tuple, b: np.ndarray,
     return out[:rows] if rows != m else out
 
 
-def matmul_acc(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
-    """out += a @ b in place (MKL's beta = 1: no temporary), for 2-D float arrays.
-
-    `out` may be a row block of a bigger array (rows strided, columns contiguous), as the
-    recurrent ops' per-step gates are.
-    """
+def mkl_accumulate(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> bool:
+    """out += a @ b by MKL's gemm with beta = 1 (no temporary), for 2-D float arrays; False
+    where MKL does not take it. `out` may be a row block of a bigger array (rows strided,
+    columns contiguous), as the recurrent ops' per-step gates are."""
     if not _state["loaded"]:
         _load()
     fn = _GEMM.get(a.dtype)
-    if fn is not None and b.dtype == a.dtype and out.dtype == a.dtype and a.ndim == 2:
-        (m, k), n = a.shape, b.shape[1]
-        oa, ob, oo = _operand(a), _operand(b), _operand(out)
-        if oa is not None and ob is not None and oo is not None and oo[0] == _NO_TRANS \
-                and out.shape == (m, n) and b.shape[0] == k and m * n * k >= MIN_MACS:
-            threads.for_product(m * n * k)
-            fn(_ROW_MAJOR, oa[0], ob[0], m, n, k, 1.0, address(a), oa[1], address(b), ob[1],
-               1.0, address(out), oo[1])
-            return
-    if a.dtype in _HALF_GEMM and b.dtype == a.dtype:  # float32 sum, one rounding (addmm_)
-        out[...] = kernels.narrow(out.astype(_F32) + _half_f32(a, b, None), out.dtype)
-        return
-    out += a @ b
+    if fn is None or b.dtype != a.dtype or out.dtype != a.dtype or a.ndim != 2:
+        return False
+    (m, k), n = a.shape, b.shape[1]
+    oa, ob, oo = _operand(a), _operand(b), _operand(out)
+    if oa is None or ob is None or oo is None or oo[0] != _NO_TRANS \
+            or out.shape != (m, n) or b.shape[0] != k or m * n * k < MIN_MACS:
+        return False
+    threads.for_product(m * n * k)
+    fn(_ROW_MAJOR, oa[0], ob[0], m, n, k, 1.0, address(a), oa[1], address(b), ob[1],
+       1.0, address(out), oo[1])
+    return True
+
+
+def half_accumulate(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> str:
+    """out += a @ b for 16-bit operands: a float32 sum and one rounding, as PyTorch's
+    addmm_; returns the path that ran the product."""
+    acc, path = _half_f32_path(a, b, None)
+    out[...] = kernels.narrow(out.astype(_F32) + acc, out.dtype)
+    return path
+
+
+# The public functions of this module, for the callers that have not moved to their
+# device's kernel table: each is one kernel of the cpu table (ladder.py), which decides
+# the rung and counts it.
+def matmul(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
+    """a @ b (+ bias, broadcast over rows): the table's matmul_bias kernel."""
+    from .ladder import table  # here: ladder.py imports this module for its MKL calls
+
+    return table.matmul_bias(a, b, bias)
+
+
+def matmul_acc(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    """out += a @ b in place: the table's matmul_accumulate kernel."""
+    from .ladder import table
+
+    table.matmul_accumulate(a, b, out)
 
 
 def matmul_nd(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """np.matmul (any rank, batch dims broadcast), except that bfloat16/float16 operands go
-    through half_matmul: no product reaches NumPy's 16-bit loops."""
-    if a.dtype in _HALF_GEMM and b.dtype == a.dtype:
-        return half_matmul(a, b)
-    return np.matmul(a, b)
+    """np.matmul (any rank, batch dims broadcast), 16-bit operands through half_matmul: the
+    table's bmm kernel."""
+    from .ladder import table
+
+    return table.bmm(a, b)
 
 
 def half_matmul(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
     """a @ b (+ bias) for bfloat16/float16 operands of any rank >= 1 (batch dims broadcast):
     float32 accumulate, the bias added in float32, one rounding to the operands' dtype."""
+    return half_product(a, b, bias)[0]
+
+
+def half_product(a: np.ndarray, b: np.ndarray,
+                 bias: np.ndarray | None = None) -> tuple[np.ndarray, str]:
+    """(half_matmul's result, the path that ran: 'compiled', 'mkl' or 'numpy')."""
     dtype = a.dtype
     if b.dtype != dtype or (bias is not None and bias.dtype != dtype):
         raise TypeError(f"half_matmul: operands must share one 16-bit dtype, got {a.dtype}, "
@@ -236,8 +282,9 @@ def half_matmul(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None = None) ->
     if dtype == _BF16 and a.ndim >= 2 and b.ndim >= 2:
         out = _bf16_direct(a, b, bias)
         if out is not None:
-            return out
-    return kernels.narrow(_half_f32(a, b, bias), dtype)
+            return out, "compiled"
+    acc, path = _half_f32_path(a, b, bias)
+    return kernels.narrow(acc, dtype), path
 
 
 def bf16_kernel() -> bool:
@@ -278,6 +325,12 @@ def _bf16_direct(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None) -> np.nd
 
 def _half_f32(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
     """The float32 result of a @ b (+ bias) for 16-bit operands, before rounding."""
+    return _half_f32_path(a, b, bias)[0]
+
+
+def _half_f32_path(a: np.ndarray, b: np.ndarray,
+                   bias: np.ndarray | None) -> tuple[np.ndarray, str]:
+    """(_half_f32's result, the path that ran: 'compiled', 'mkl' or 'numpy')."""
     if not _state["loaded"]:
         _load()
     fn = _HALF_GEMM[a.dtype]
@@ -287,27 +340,29 @@ def _half_f32(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None) -> np.ndarr
     if a.ndim < 2 or b.ndim < 2 or fn is None or (
             a.shape[-2] if b.ndim != 2 else a.size // max(a.shape[-1], 1)  # b 2-D: folded
             ) * a.shape[-1] * b.shape[-1] < MIN_MACS:
-        return np.asarray(_numpy(kernels.widen(a), kernels.widen(b), bias32))
+        return np.asarray(numpy_matmul(kernels.widen(a), kernels.widen(b), bias32)), "numpy"
     if b.ndim == 2:  # [..., m, k] @ [k, n]: one gemm over all rows of a
         lead = a.shape[:-1]
         out = np.empty(lead + (b.shape[1],), _F32)
-        _half_gemm(fn, a.reshape(-1, a.shape[-1]), b, bias32, out.reshape(-1, b.shape[1]))
-        return out
+        path = _half_gemm(fn, a.reshape(-1, a.shape[-1]), b, bias32,
+                          out.reshape(-1, b.shape[1]))
+        return out, path
     # batched: one gemm per matrix of the broadcast batch (MKL has no strided batch call
     # for the 16-bit types), each writing its block of one float32 result
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     a = np.broadcast_to(a, batch + a.shape[-2:])
     b = np.broadcast_to(b, batch + b.shape[-2:])
     out = np.empty(batch + (a.shape[-2], b.shape[-1]), _F32)
+    path = "numpy"  # an empty batch runs no product
     for i in np.ndindex(*batch):
-        _half_gemm(fn, a[i], b[i], bias32, out[i])
-    return out
+        path = _half_gemm(fn, a[i], b[i], bias32, out[i])
+    return out, path
 
 
 def _half_gemm(fn, a: np.ndarray, b: np.ndarray, bias32: np.ndarray | None,
-               out: np.ndarray) -> None:
-    """out (float32, C-contiguous) = a @ b (+ bias32) through bf16gemm.c or MKL's 16-bit
-    gemm."""
+               out: np.ndarray) -> str:
+    """out (float32, C-contiguous) = a @ b (+ bias32) through bf16gemm.c ('compiled') or
+    MKL's 16-bit gemm ('mkl'); returns which."""
     (m, k), n = a.shape, b.shape[1]
     if b.shape[0] != k:
         raise ValueError(f"matmul: contraction mismatch {a.shape} @ {b.shape}")
@@ -323,9 +378,11 @@ def _half_gemm(fn, a: np.ndarray, b: np.ndarray, bias32: np.ndarray | None,
     if fn is bf16gemm.gemm_into:  # any strides: it packs both operands itself
         out[...] = 0.0 if bias32 is None else bias32
         fn(a, b, out)
-        return
+        return "compiled"
     if bias32 is not None:
         np.copyto(out, bias32)
     threads.for_product(m * n * k)
     fn(_ROW_MAJOR, oa[0], ob[0], m, n, k, 1.0, address(a), oa[1], address(b), ob[1],
        0.0 if bias32 is None else 1.0, address(out), n)
+    return "mkl"
+

@@ -56,14 +56,11 @@ _SOURCE_FILE = os.path.join(os.path.dirname(__file__), "kernels.c")
 
 
 def source_digest() -> str | None:
-    """SHA-256 of the kernels.c beside this file, or None where it was not installed."""
-    import hashlib  # here: ~2.5 ms of OpenSSL that `import shapeflow` need not pay
+    """SHA-256 of the kernels.c beside this file and its family files (kernels_*.c, *.h),
+    or None where it was not installed."""
+    from .native import source_digest as digest  # here: native imports this module
 
-    try:
-        with open(_SOURCE_FILE, "rb") as f:
-            return hashlib.sha256(f.read()).hexdigest()
-    except OSError:
-        return None
+    return digest(_SOURCE_FILE)
 
 
 def address(a: np.ndarray) -> int:
@@ -418,7 +415,7 @@ class Cells:
     """The recurrent-cell kernels (kernels.c, "recurrent cells") as raw ctypes functions.
 
     They take addresses and row strides in elements, no arrays: the recurrent op's loop
-    (ops/nn/recurrent_cells.py) checks its buffers once with `rows` and then calls these per
+    (backend/cpu/rnn_loops.py) checks its buffers once with `rows` and then calls these per
     step with offsets into them, which keeps each step's call to a few microseconds.
     """
 
@@ -514,7 +511,7 @@ def col2im(cols: np.ndarray, x_shape, pads, out_hw, kernel, stride, dilation
     lib.col2im_f32(address(cols), address(dx), address(scratch), N, C, H, W, pt, pb, pl, pr,
                    oh, ow, kh, kw, *stride, *dilation)
     return dx
-# ---- blockwise attention (ops/nn/flash_blocks.py): x, s, dp are [rows, n] blocks of scores;
+# ---- blockwise attention (the ladder's flash_* kernels): x, s, dp are [rows, n] blocks of scores;
 # rows are query r % period of their block, causal when period > 0 (kernels.c says how)
 def flash_softmax_lse(x2: np.ndarray, lse: np.ndarray, scale: float, period: int,
                       offset: int) -> bool:

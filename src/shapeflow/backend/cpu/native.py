@@ -1,10 +1,10 @@
 """Loading the plain-C kernel libraries setup.py builds, one rule for all of them.
 
 A library is used only when it loads, exports the functions its module names, was built from
-the C source beside it (each records the sha256 of its source: a stale build has the same
-names with other semantics), for instructions this CPU has, and none of its switches (by
-default SHAPEFLOW_KERNELS) is "0". Otherwise the caller's NumPy path runs, and `state`
-["refused"] says why, for `shapeflow --version` and the tests.
+the C sources beside it (each records the sha256 of its sources, `source_digest`: a stale
+build has the same names with other semantics), for instructions this CPU has, and none of
+its switches (by default SHAPEFLOW_KERNELS) is "0". Otherwise the caller's NumPy path runs,
+and `state`["refused"] says why, for `shapeflow --version` and the tests.
 """
 
 from __future__ import annotations
@@ -16,6 +16,34 @@ from collections.abc import Iterable
 from .kernels import _cpu_flags
 
 
+def library_files(source: str) -> list[str]:
+    """The files a library is built from, in the order its digest reads them: `source`
+    (<stem>.c), then every <stem>_*.c and <stem>_*.h beside it by name (setup.py's rule)."""
+    folder, name = os.path.split(source)
+    stem = name.removesuffix(".c")
+    try:
+        names = os.listdir(folder or ".")
+    except OSError:
+        names = []
+    parts = sorted(n for n in names if n.startswith(f"{stem}_") and n.endswith((".c", ".h")))
+    return [source, *(os.path.join(folder, n) for n in parts)]
+
+
+def source_digest(source: str) -> str | None:
+    """The sha256 of a library's files read one after another (what setup.py records), or
+    None where `source` is not installed (a copy without its sources: the build is trusted)."""
+    import hashlib  # here: `import shapeflow` need not pay for OpenSSL
+
+    h = hashlib.sha256()
+    try:
+        for path in library_files(source):
+            with open(path, "rb") as f:
+                h.update(f.read())
+    except OSError:
+        return None
+    return h.hexdigest()
+
+
 def _string(lib: ctypes.CDLL, symbol: str) -> str:
     return ctypes.string_at(ctypes.addressof(ctypes.c_char.in_dll(lib, symbol))).decode()
 
@@ -24,10 +52,10 @@ def load(module: str, source: str, tag: str, signatures: dict, state: dict, rest
          switches: Iterable[str] = ("SHAPEFLOW_KERNELS",)) -> ctypes.CDLL | None:
     """shapeflow.backend.cpu.<module> with `signatures` ({name: argtypes}) set, or None.
 
-    `source` is the path of the C file it must have been built from; the library exports
+    `source` is the path of the C file it must have been built from (with its family files,
+    `library_files`); the library exports
     `shapeflow_<tag>_isa` and `shapeflow_<tag>_source` (the instruction sets it assumed, its
     source's sha256)."""
-    import hashlib  # here: `import shapeflow` need not pay for OpenSSL
     from importlib.util import find_spec
 
     if any(os.environ.get(name, "") == "0" for name in switches):
@@ -43,11 +71,7 @@ def load(module: str, source: str, tag: str, signatures: dict, state: dict, rest
     except (OSError, ValueError, AttributeError):
         state["refused"] = f"not loadable, or built from an older {name}: rebuild it"
         return None
-    try:
-        with open(source, "rb") as f:
-            digest = hashlib.sha256(f.read()).hexdigest()
-    except OSError:  # an installed copy without its sources: trust the build
-        digest = None
+    digest = source_digest(source)
     if digest is not None and built != digest:
         state["refused"] = (f"built from another {name}: rebuild it "
                             "(python setup.py build_ext --inplace)")

@@ -12,31 +12,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "isa.h"
+
 /* Which instruction sets this build assumes: the loader refuses a library built for a CPU
  * with more of them than the one it runs on. */
-const char shapeflow_norm_act_isa[] = ""
-#ifdef __SSE4_1__
-    " sse4_1"
-#endif
-#ifdef __AVX__
-    " avx"
-#endif
-#ifdef __AVX2__
-    " avx2"
-#endif
-#ifdef __FMA__
-    " fma"
-#endif
-#ifdef __AVX512F__
-    " avx512f"
-#endif
-#ifdef __AVX512DQ__
-    " avx512dq"
-#endif
-#ifdef __AVX512VL__
-    " avx512vl"
-#endif
-    ;
+const char shapeflow_norm_act_isa[] = SHAPEFLOW_ISA;
 
 /* The SHA-256 of the source this library was built from (setup.py defines it). */
 #ifndef SHAPEFLOW_NORM_ACT_SOURCE

@@ -17,39 +17,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "isa.h"
+
 /* Which instruction sets this build assumes (the loader refuses a build this CPU cannot run). */
-const char shapeflow_paged_isa[] = ""
-#ifdef __SSE4_1__
-    " sse4_1"
-#endif
-#ifdef __AVX__
-    " avx"
-#endif
-#ifdef __AVX2__
-    " avx2"
-#endif
-#ifdef __FMA__
-    " fma"
-#endif
-#ifdef __F16C__
-    " f16c"
-#endif
-#ifdef __BMI2__
-    " bmi2"
-#endif
-#ifdef __AVX512F__
-    " avx512f"
-#endif
-#ifdef __AVX512BW__
-    " avx512bw"
-#endif
-#ifdef __AVX512DQ__
-    " avx512dq"
-#endif
-#ifdef __AVX512VL__
-    " avx512vl"
-#endif
-    ;
+const char shapeflow_paged_isa[] = SHAPEFLOW_ISA;
 
 /* The SHA-256 of the paged_attention.c this library was built from (setup.py defines it). */
 #ifndef SHAPEFLOW_PAGED_SOURCE

@@ -21,31 +21,11 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "isa.h"
+
 /* Which instruction sets this build assumes: the loader refuses a library built for a CPU
  * with more of them than the one it runs on. */
-const char shapeflow_rnn_cell_isa[] = ""
-#ifdef __SSE4_1__
-    " sse4_1"
-#endif
-#ifdef __AVX__
-    " avx"
-#endif
-#ifdef __AVX2__
-    " avx2"
-#endif
-#ifdef __FMA__
-    " fma"
-#endif
-#ifdef __AVX512F__
-    " avx512f"
-#endif
-#ifdef __AVX512DQ__
-    " avx512dq"
-#endif
-#ifdef __AVX512VL__
-    " avx512vl"
-#endif
-    ;
+const char shapeflow_rnn_cell_isa[] = SHAPEFLOW_ISA;
 
 /* The SHA-256 of the source this library was built from (setup.py defines it). */
 #ifndef SHAPEFLOW_RNN_CELL_SOURCE

@@ -5,6 +5,22 @@ from __future__ import annotations
 from collections import Counter
 
 
+def into(result, out):
+    """`result`, or `out` with result's values written into it: how an `out=` kernel ends
+    (a caller that planned the memory gets its buffer back)."""
+    if out is None or out is result:
+        return result
+    out[...] = result
+    return out
+
+
+def into_all(results: tuple, out) -> tuple:
+    """Several results, each written into its buffer of `out` (a tuple; None entries skip)."""
+    if out is None:
+        return results
+    return tuple(r if o is None or r is None else into(r, o) for o, r in zip(out, results))
+
+
 class KernelTableBase:
     """A device's kernels over the array namespace `xp` (NumPy's API)."""
 

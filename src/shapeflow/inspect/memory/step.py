@@ -2,21 +2,23 @@
 
 The update runs parameter by parameter, in place, so the step's peak is the bytes held after
 backward plus the largest one parameter's temporaries. These follow optim/adam.py and
-optim/sgd.py on cpu: the compiled kernels (float32, contiguous) update with no temporary;
-NumPy uses one of the parameter's size up to `BLOCK` elements, a `BLOCK` chunk above;
-maximize and coupled weight decay make gradient-sized copies (NumPy reuses the temporary of
-`grad + param * wd` from 256 KiB on: its temporary elision). Under mixed precision the plan
-also counts an fp32 copy of each 16-bit gradient, which an update of fp32 master weights
-reads (a convention: shapeflow has no 16-bit step of its own to measure). Also here: how
-many parameter-sized state buffers an optimizer keeps.
+optim/sgd.py on cpu (the cpu table's `adam` and `axpy` kernels): the compiled kernels
+(float32, contiguous) update with no temporary; NumPy uses one of the parameter's size up
+to `BLOCK` elements, a `BLOCK` chunk above; maximize and coupled weight decay make
+gradient-sized copies (NumPy reuses the temporary of `grad + param * wd` from 256 KiB on:
+its temporary elision). Under mixed precision the plan also counts an fp32 copy of each
+16-bit gradient, which an update of fp32 master weights reads (a convention: shapeflow has
+no 16-bit step of its own to measure). Also here: how many parameter-sized state buffers an
+optimizer keeps.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+# the plan is the cpu device's: its compiled optimizer kernels and NumPy's chunk size
 from ...backend.cpu import kernels
-from ...optim.optimizer import BLOCK
+from ...backend.reference.optim import BLOCK
 from .report import MemoryPlanError
 
 ELIDE = 256 * 1024  # NumPy's NPY_MIN_ELIDE_BYTES: from here `a + b * c` reuses b * c

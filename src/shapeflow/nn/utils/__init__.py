@@ -22,8 +22,9 @@ def _grads(parameters) -> list:
     return [p.grad for p in parameters if p.grad is not None]
 
 
-def _norm(arr: np.ndarray, norm_type: float) -> float:
-    a = np.abs(arr.astype(np.float64, copy=False)) if arr.dtype != np.float64 else np.abs(arr)
+def _norm(arr, norm_type: float, xp=np) -> float:
+    """The `norm_type` norm of an array of the namespace `xp` (a device's), in float64."""
+    a = xp.abs(arr.astype(xp.float64, copy=False)) if arr.dtype != xp.float64 else xp.abs(arr)
     if a.size == 0:
         return 0.0
     if norm_type == math.inf:
@@ -31,12 +32,12 @@ def _norm(arr: np.ndarray, norm_type: float) -> float:
     if norm_type == -math.inf:
         return float(a.min())
     if norm_type == 0:
-        return float(np.count_nonzero(a))
+        return float(xp.count_nonzero(a))
     if norm_type == 1:
         return float(a.sum())
     if norm_type == 2:
-        return float(np.sqrt(np.vdot(a.ravel(), a.ravel())))
-    return float(np.sum(a**norm_type) ** (1.0 / norm_type))
+        return float(xp.sqrt(xp.vdot(a.ravel(), a.ravel())))
+    return float(xp.sum(a**norm_type) ** (1.0 / norm_type))
 
 
 def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = False) -> Tensor:
@@ -48,13 +49,13 @@ def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = F
     if not tensors:
         return make(0.0)
     dtype = tensors[0].dtype
-    if any(t._data is None for t in tensors):
+    if any(not t.device.computes for t in tensors):
         from ...factories import zeros
 
         return zeros((), dtype=dtype, device="meta")
     np_dtype = dtype.np if dtype.is_floating_point else np.float32
     # Each per-tensor norm rounds to the grads' dtype, as PyTorch's do.
-    norms = np.array([_norm(t._data, norm_type) for t in tensors], dtype=np_dtype)
+    norms = np.array([_norm(t._data, norm_type, t.device.xp) for t in tensors], dtype=np_dtype)
     total = np_dtype.type(_norm(norms, norm_type)) if norms.size else np_dtype.type(0)
     if error_if_nonfinite and not np.isfinite(total):
         raise NonFiniteNormError(
@@ -64,7 +65,8 @@ def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = F
             hint="set error_if_nonfinite=False to scale the gradients by the non-finite norm "
             "anyway, or look for the inf/nan with sf.detect_anomaly()",
         )
-    return Tensor._make(np.asarray(total, dtype=np_dtype), (), dtype, tensors[0].device)
+    device = tensors[0].device
+    return Tensor._make(device.from_numpy(np.asarray(total, dtype=np_dtype)), (), dtype, device)
 
 
 def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
@@ -76,15 +78,16 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
     """
     grads = _grads(parameters)
     total = get_total_norm(grads, norm_type, error_if_nonfinite)
-    if not grads or total._data is None:
+    if not grads or not total.device.computes:
         return total
-    t = total._data.dtype.type
+    host = total.device.to_numpy(total._data)  # the coefficient is a host scalar
+    t = host.dtype.type
     # PyTorch computes max_norm / x as x.reciprocal() * max_norm.
-    coef = (t(1) / (total._data + t(1e-6))) * t(max_norm)
+    coef = (t(1) / (host + t(1e-6))) * t(max_norm)
     coef = min(coef, t(1.0))
     for g in grads:
         if g._data is not None:
-            np.multiply(g._data, coef, out=g._data, casting="unsafe")
+            g.device.xp.multiply(g._data, coef, out=g._data, casting="unsafe")
             g._version[0] += 1
     return total
 
@@ -94,15 +97,18 @@ def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
     clip_value = float(clip_value)
     for g in _grads(parameters):
         if g._data is not None:
-            np.clip(g._data, -clip_value, clip_value, out=g._data)
+            g.device.xp.clip(g._data, -clip_value, clip_value, out=g._data)
             g._version[0] += 1
 
 
 def parameters_to_vector(parameters) -> Tensor:
     """All parameters flattened into one 1-D tensor (a copy)."""
-    from ...tensor import from_numpy
+    from ...dtypes import from_numpy_dtype
 
-    return from_numpy(np.concatenate([p._data.reshape(-1) for p in parameters]))
+    parameters = list(parameters)
+    device = parameters[0].device
+    flat = device.xp.concatenate([p._data.reshape(-1) for p in parameters])
+    return Tensor._make(flat, flat.shape, from_numpy_dtype(flat.dtype), device)
 
 
 def vector_to_parameters(vec: Tensor, parameters) -> None:

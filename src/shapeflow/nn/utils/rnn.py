@@ -72,7 +72,8 @@ def pack_padded_sequence(input: Tensor, lengths, batch_first: bool = False,
         order, sorted_idx, unsorted_idx = np.arange(len(lens)), None, None
     else:
         order = np.argsort(-np.asarray(lens), kind="stable")
-        sorted_idx, unsorted_idx = tensor(order), tensor(_invert(order))
+        sorted_idx = tensor(order, device=input.device)  # on the input's device, as torch's
+        unsorted_idx = tensor(_invert(order), device=input.device)
     steps = input.shape[1 - b_dim]
     lens_sorted = [lens[i] for i in order]
     if lens_sorted[0] > steps:
@@ -87,7 +88,7 @@ def pack_padded_sequence(input: Tensor, lengths, batch_first: bool = False,
     else:
         rows = [t * batch + int(order[j]) for t, bs in enumerate(sizes) for j in range(bs)]
     flat = input.reshape(batch * steps, *input.shape[2:])
-    data = index_select(flat, 0, tensor(rows))
+    data = index_select(flat, 0, tensor(rows, device=input.device))
     return PackedSequence(data, tensor(sizes), sorted_idx, unsorted_idx)
 
 
@@ -115,7 +116,8 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
     if batch_first:
         slots = slots.T
     pad_row = full((1, *data.shape[1:]), padding_value, dtype=data.dtype, device=data.device)
-    padded = index_select(cat([data, pad_row], 0), 0, tensor(slots.reshape(-1)))
+    padded = index_select(cat([data, pad_row], 0), 0,
+                          tensor(slots.reshape(-1), device=data.device))
     return padded.reshape(*slots.shape, *data.shape[1:]), tensor(lengths)
 
 

@@ -8,11 +8,7 @@ so grads of grads work.
 
 from __future__ import annotations
 
-import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
-
 from ...autograd.autocast_state import hot as _autocast_hot
-from ...backend.cpu import gemm, kernels
 from ...errors import DTypeError, ShapeError, ShapeRuntimeError
 from ...shape import dims_equal, format_shape
 from ...tensor import Tensor, describe
@@ -42,19 +38,6 @@ def _out_size(n, pad_total: int, eff: int, stride: int):
     return (n + pad_total - eff) // stride + 1
 
 
-def _padded(x: np.ndarray, pads, fill=0.0, extra=(0, 0)) -> np.ndarray:
-    """x [N, C, H, W] padded by (top, bottom, left, right) (+ extra bottom/right rows)."""
-    pt, pb, pl, pr = pads
-    pb, pr = pb + extra[0], pr + extra[1]
-    if not (pt or pb or pl or pr):
-        return x
-    N, C, H, W = x.shape
-    shape = (N, C, H + pt + pb, W + pl + pr)
-    out = np.zeros(shape, x.dtype) if fill == 0 else np.full(shape, fill, x.dtype)
-    out[:, :, pt:pt + H, pl:pl + W] = x
-    return out
-
-
 def _offsets(kh, kw, dil, stride, oh, ow):
     """For each kernel offset (i, j): the strided slices of the padded input it reads."""
     for i in range(kh):
@@ -79,57 +62,9 @@ class _ConvSpec:
         return _out_size(H, pt + pb, eh, self.stride[0]), _out_size(W, pl + pr, ew,
                                                                     self.stride[1])
 
-    def cols(self, x: np.ndarray, kh: int, kw: int) -> np.ndarray:
-        """im2col in [G, C/G * kh * kw, N * oh * ow] layout (one copy of the windows)."""
-        N, C, H, W = x.shape
-        G = self.groups
-        oh, ow = self.out_hw(H, W, kh, kw)
-        if kh == kw == 1 and self.stride == (1, 1) and not any(self.pads):
-            return np.ascontiguousarray(x.transpose(1, 0, 2, 3)).reshape(G, C // G, N * H * W)
-        xp = _padded(x, self.pads)
-        dh, dw = self.dilation
-        win = sliding_window_view(xp, ((kh - 1) * dh + 1, (kw - 1) * dw + 1), axis=(2, 3))
-        win = win[:, :, : (oh - 1) * self.stride[0] + 1: self.stride[0],
-                  : (ow - 1) * self.stride[1] + 1: self.stride[1], ::dh, ::dw]
-        # [N, C, oh, ow, kh, kw] -> [C, kh, kw, N, oh, ow]
-        return win.transpose(1, 4, 5, 0, 2, 3).reshape(G, C // G * kh * kw, N * oh * ow)
-
-    def channels_last(self, x: np.ndarray, kh: int, kw: int) -> bool:
-        """Whether to im2col through [N, H, W, C] (groups 1, more than one output pixel): the
-        window copy then moves k*C contiguous values at a time, not ow, about twice as fast
-        at small images (an 8x8 input has rows of 8)."""
-        if self.groups != 1 or x.dtype.itemsize < 4:
-            return False
-        oh, ow = self.out_hw(x.shape[2], x.shape[3], kh, kw)
-        return oh * ow > 1
-
-    def cols_nhwc(self, x: np.ndarray, kh: int, kw: int) -> np.ndarray:
-        """im2col in [N, oh * ow, kh * kw * C] layout, read from a channels-last padded copy."""
-        N, C, H, W = x.shape
-        oh, ow = self.out_hw(H, W, kh, kw)
-        pt, pb, pl, pr = self.pads
-        xp = np.zeros((N, H + pt + pb, W + pl + pr, C), x.dtype)
-        xp[:, pt:pt + H, pl:pl + W, :] = x.transpose(0, 2, 3, 1)
-        sN, sH, sW, sC = xp.strides
-        (s0, s1), (d0, d1) = self.stride, self.dilation
-        win = np.ndarray((N, oh, ow, kh, kw, C), xp.dtype, xp, 0,
-                         (sN, s0 * sH, s1 * sW, d0 * sH, d1 * sW, sC))
-        return win.reshape(N, oh * ow, kh * kw * C)
-
-    def col2im(self, dcols: np.ndarray, x_shape, kh: int, kw: int) -> np.ndarray:
-        """The adjoint of cols: add each column entry back to its input position."""
-        N, C, H, W = x_shape
-        oh, ow = self.out_hw(H, W, kh, kw)
-        d6 = dcols.reshape(C, kh, kw, N, oh, ow)
-        pt, pb, pl, pr = self.pads
-        if kh == kw == 1 and self.stride == (1, 1) and not any(self.pads):
-            return np.ascontiguousarray(d6.reshape(C, N, H, W).transpose(1, 0, 2, 3))
-        dxp = np.zeros((N, C, H + pt + pb, W + pl + pr), dcols.dtype)
-        for k, (rs, cs) in _offsets(kh, kw, self.dilation, self.stride, oh, ow):
-            dxp[:, :, rs, cs] += d6[:, k // kw, k % kw].transpose(1, 0, 2, 3)
-        if not any(self.pads):
-            return dxp
-        return dxp[:, :, pt:pt + H, pl:pl + W]
+    def args(self) -> tuple:
+        """(stride, pads, dilation, groups): the geometry the kernel table's convs take."""
+        return self.stride, self.pads, self.dilation, self.groups
 
 
 class Conv2d(Op):
@@ -194,7 +129,7 @@ class Conv2d(Op):
         return ((_X,) if w.requires_grad else ()) + ((_W,) if x.requires_grad else ())
 
     def forward(self, x, w, b=None):
-        return _conv_forward(self.spec, x, w, b)
+        return _conv_forward(self.device.kernels, self.spec, x, w, b)
 
     def backward(self, g):
         saved = list(self.saved_tensors)
@@ -209,37 +144,19 @@ class Conv2d(Op):
         return gx, gw
 
 
-def _conv_forward(spec: _ConvSpec, x, w, b=None) -> np.ndarray:
+def _conv_forward(kern, spec: _ConvSpec, x, w, b=None):
+    """conv2d(x, w) + b on the kernel table `kern`: Winograd or column blocks for big convs,
+    the whole-batch im2col for small ones."""
     crop = _crop(spec, x.shape, w.shape)
     if crop is not None:  # taps that read only padding: a smaller kernel, same output
         spec, rows, cols = crop
-        w = np.ascontiguousarray(w[:, :, rows, cols])
+        w = kern.xp.ascontiguousarray(w[:, :, rows, cols])
     big = _blocked(spec, x, w.dtype, w.shape[0], w.shape[-2] * w.shape[-1])
-    if big and winograd.applies(spec, w.shape, x.dtype, w.dtype):
-        return winograd.forward(spec, x, w, b)
+    if big and winograd.applies(kern, spec, w.shape, x.dtype, w.dtype):
+        return winograd.forward(kern, spec, x, w, b)
     if big:
-        return blocked.forward(spec, x, w, b)
-    N = x.shape[0]
-    O, Cg, kh, kw = w.shape
-    G = spec.groups
-    oh, ow = spec.out_hw(x.shape[2], x.shape[3], kh, kw)
-    if spec.channels_last(x, kh, kw):
-        if kh == kw == 1 and spec.stride == (1, 1) and not any(spec.pads):
-            out = gemm.matmul_nd(w.reshape(O, Cg), x.reshape(N, Cg, oh * ow))  # no copy of x
-        else:
-            w2 = np.ascontiguousarray(w.transpose(0, 2, 3, 1)).reshape(O, kh * kw * Cg)
-            # one small matmul per image, written straight into [N, O, oh*ow]
-            out = gemm.matmul_nd(w2, spec.cols_nhwc(x, kh, kw).transpose(0, 2, 1))
-        out = out.reshape(N, O, oh, ow)
-        if b is not None:
-            out += b.reshape(O, 1, 1)
-        return out
-    cols = spec.cols(x, kh, kw)                                  # [G, Cg*kh*kw, N*oh*ow]
-    out = gemm.matmul_nd(w.reshape(G, O // G, Cg * kh * kw), cols)    # [G, O/G, N*oh*ow]
-    out = np.ascontiguousarray(out.reshape(O, N, oh, ow).transpose(1, 0, 2, 3))
-    if b is not None:
-        out += b.reshape(O, 1, 1)
-    return out
+        return blocked.forward(kern, spec, x, w, b)
+    return kern.conv2d_im2col(x, w, b, *spec.args())
 
 
 def _blocked(spec: _ConvSpec, x, w_dtype, out_channels: int, taps: int) -> bool:
@@ -313,7 +230,7 @@ class Conv2dInputBackward(Op):
             ((_W,) if g.requires_grad else ())
 
     def forward(self, g, w):
-        return _input_grad(self.spec, self.x_shape, g, w)
+        return _input_grad(self.device.kernels, self.spec, self.x_shape, g, w)
 
     def backward(self, gg):
         saved = list(self.saved_tensors)
@@ -325,39 +242,23 @@ class Conv2dInputBackward(Op):
         return d_g, d_w
 
 
-def _input_grad(spec: _ConvSpec, x_shape, g, w) -> np.ndarray:
+def _input_grad(kern, spec: _ConvSpec, x_shape, g, w):
     """dx of conv2d (the transposed convolution of g with w)."""
     crop = _crop(spec, x_shape, w.shape)
     if crop is not None:
         spec, rows, cols = crop
-        w = np.ascontiguousarray(w[:, :, rows, cols])
-    return _input_grad_full(spec, x_shape, g, w)
-
-
-def _input_grad_full(spec: _ConvSpec, x_shape, g, w) -> np.ndarray:
+        w = kern.xp.ascontiguousarray(w[:, :, rows, cols])
     O, Cg, kh, kw = w.shape
     G = spec.groups
     full = _full_conv_spec(spec, kh, kw)
     # strided: gemm + col2im by blocks
     if full is None and _blocked(spec, g, w.dtype, Cg, kh * kw):
-        return blocked.input_grad(spec, x_shape, g, w)
+        return blocked.input_grad(kern, spec, x_shape, g, w)
     if full is not None:  # stride 1: a convolution of g with the flipped kernel
         wf = w.reshape(G, O // G, Cg, kh, kw).transpose(0, 2, 1, 3, 4)[..., ::-1, ::-1]
-        return _conv_forward(full, g, np.ascontiguousarray(wf).reshape(G * Cg, O // G,
-                                                                        kh, kw))
-    if G == 1 and kernels.available() and g.dtype == w.dtype == np.float32:
-        # one gemm to channels-last columns [N * oh * ow, kh * kw * C], then the compiled
-        # col2im: the strided scatter-adds below are the slow part at small images
-        N, _, oh, ow = g.shape
-        g2 = np.ascontiguousarray(g.reshape(N, O, oh * ow).transpose(0, 2, 1))
-        w2 = np.ascontiguousarray(w.transpose(0, 2, 3, 1)).reshape(O, kh * kw * Cg)
-        dx = kernels.col2im(gemm.matmul(g2.reshape(N * oh * ow, O), w2), x_shape,
-                            spec.pads, (oh, ow), (kh, kw), spec.stride, spec.dilation)
-        if dx is not None:
-            return dx
-    g_t = np.ascontiguousarray(g.transpose(1, 0, 2, 3)).reshape(G, O // G, -1)
-    dcols = gemm.matmul_nd(w.reshape(G, O // G, Cg * kh * kw).transpose(0, 2, 1), g_t)
-    return spec.col2im(dcols, x_shape, kh, kw)
+        return _conv_forward(kern, full, g, kern.xp.ascontiguousarray(wf).reshape(
+            G * Cg, O // G, kh, kw))
+    return kern.conv2d_input_grad_col2im(g, w, x_shape, *spec.args())
 
 
 class Conv2dWeightBackward(Op):
@@ -377,14 +278,15 @@ class Conv2dWeightBackward(Op):
                                                      else ())
 
     def forward(self, x, g):
+        kern = self.device.kernels
         crop = _crop(self.spec, x.shape, self.w_shape)
         if crop is None:
-            return _weight_grad(self.spec, self.w_shape, x, g)
+            return _weight_grad(kern, self.spec, self.w_shape, x, g)
         spec, rows, cols = crop  # the taps that read only padding get zero gradient
         O, Cg, kh, kw = self.w_shape
         part = (O, Cg, rows.stop - rows.start, cols.stop - cols.start)
-        dw = np.zeros(self.w_shape, g.dtype)
-        dw[:, :, rows, cols] = _weight_grad(spec, part, x, g)
+        dw = kern.xp.zeros(self.w_shape, g.dtype)
+        dw[:, :, rows, cols] = _weight_grad(kern, spec, part, x, g)
         return dw
 
     def backward(self, gw):
@@ -397,25 +299,14 @@ class Conv2dWeightBackward(Op):
         return d_x, d_g
 
 
-def _weight_grad(spec: _ConvSpec, w_shape, x, g) -> np.ndarray:
-    """dw of conv2d: sum over the batch of g @ im2col(x)^T, one matmul per group."""
-    O, Cg, kh, kw = w_shape
-    G = spec.groups
+def _weight_grad(kern, spec: _ConvSpec, w_shape, x, g):
+    """dw of conv2d: sum over the batch of g @ im2col(x)^T."""
     big = _blocked(spec, x, g.dtype, w_shape[0], w_shape[2] * w_shape[3])
-    if big and winograd.applies(spec, w_shape, x.dtype, g.dtype):
-        return winograd.weight_grad(spec, w_shape, x, g)
+    if big and winograd.applies(kern, spec, w_shape, x.dtype, g.dtype):
+        return winograd.weight_grad(kern, spec, w_shape, x, g)
     if big:
-        return blocked.weight_grad(spec, w_shape, x, g)
-    if spec.channels_last(x, kh, kw):
-        K = kh * kw * Cg
-        cols = spec.cols_nhwc(x, kh, kw).reshape(-1, K)          # [N*L, K]
-        g_t = np.ascontiguousarray(g.transpose(1, 0, 2, 3)).reshape(O, -1)
-        dw = gemm.matmul_nd(g_t, cols).reshape(O, kh, kw, Cg)
-        return np.ascontiguousarray(dw.transpose(0, 3, 1, 2))
-    cols = spec.cols(x, kh, kw)                                  # [G, CKg, N*L]
-    g_t = np.ascontiguousarray(g.transpose(1, 0, 2, 3)).reshape(G, O // G, -1)
-    dw = gemm.matmul_nd(g_t, cols.transpose(0, 2, 1))                 # [G, O/G, CKg]
-    return dw.reshape(w_shape)
+        return blocked.weight_grad(kern, spec, w_shape, x, g)
+    return kern.conv2d_weight_grad_im2col(x, g, w_shape, *spec.args())
 
 
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,

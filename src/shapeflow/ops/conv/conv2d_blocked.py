@@ -4,26 +4,24 @@ The columns of a block are whole images when an image's windows are small (ResNe
 maps: one gemm for many images) or a range of output rows of one image when they are large
 (a 9x9 layer at 128x128 has 2592 x 16384 of them per image): each block fits in cache and
 one buffer serves them all, so no pass writes or faults in a whole-batch im2col. A one-image
-block's gemm reads and writes NCHW directly (strided operands, no transposes).
+block's gemm reads and writes NCHW directly (strided operands, no transposes). The columns
+and gemms are the kernel table's (`kern`: im2col, col2im, gemm_into).
 """
 
 from __future__ import annotations
 
-import numpy as np
+from ... import dtypes as _dt
 
-from ...backend.cpu import conv_kernels as ck
-from ...backend.cpu import gemm
-
-DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+DTYPES = (_dt.float32.np, _dt.float64.np)
 # bytes of columns per block: big enough for an efficient gemm, small enough for L2/L3
 BLOCK_BYTES = 1 << 21
 
 
-def _geometry(spec, x_shape, kh: int, kw: int) -> tuple[ck.Geometry, int, int]:
+def _geometry(kern, spec, x_shape, kh: int, kw: int) -> tuple:
     _, C, H, W = x_shape
     oh, ow = spec.out_hw(H, W, kh, kw)
-    return ck.Geometry(C, H, W, spec.pads[0], spec.pads[2], ow, kh, kw, spec.stride,
-                       spec.dilation), oh, ow
+    return kern.conv_geometry(C, H, W, spec.pads[0], spec.pads[2], ow, kh, kw, spec.stride,
+                              spec.dilation), oh, ow
 
 
 def _blocks(N: int, oh: int, ow: int, K: int, itemsize: int, budget: int | None = None):
@@ -43,73 +41,76 @@ def _blocks(N: int, oh: int, ow: int, K: int, itemsize: int, budget: int | None 
         rows * ow
 
 
-def _cols(buf: np.ndarray, K: int, ncols: int) -> np.ndarray:
+def _cols(buf, K: int, ncols: int):
     return buf[:K * ncols].reshape(K, ncols)
 
 
-def _g_block(g3: np.ndarray, n0: int, n1: int, r0: int, r1: int, ow: int) -> np.ndarray:
+def _g_block(xp, g3, n0: int, n1: int, r0: int, r1: int, ow: int):
     """g's columns of a block as [O, ncols]: a strided view for one image, else a copy."""
     if n1 - n0 == 1:
         return g3[n0][:, r0 * ow:r1 * ow]
     O = g3.shape[1]
-    return np.ascontiguousarray(g3[n0:n1].transpose(1, 0, 2)).reshape(O, -1)
+    return xp.ascontiguousarray(g3[n0:n1].transpose(1, 0, 2)).reshape(O, -1)
 
 
-def forward(spec, x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
+def forward(kern, spec, x, w, b):
     """conv2d(x, w) + b: out [N, O, oh, ow]."""
+    xp = kern.xp
     N = x.shape[0]
     O, C, kh, kw = w.shape
-    geo, oh, ow = _geometry(spec, x.shape, kh, kw)
+    geo, oh, ow = _geometry(kern, spec, x.shape, kh, kw)
     L, K = oh * ow, C * kh * kw
-    x = np.ascontiguousarray(x)
-    w2 = np.ascontiguousarray(w).reshape(O, K)
-    out = np.empty((N, O, oh, ow), x.dtype)
+    x = xp.ascontiguousarray(x)
+    w2 = xp.ascontiguousarray(w).reshape(O, K)
+    out = xp.empty((N, O, oh, ow), x.dtype)
     o3 = out.reshape(N, O, L)
     blocks, most = _blocks(N, oh, ow, K, x.itemsize)
-    buf = np.empty(K * most, x.dtype)
+    buf = xp.empty(K * most, x.dtype)
     for n0, n1, r0, r1 in blocks:
         cols = _cols(buf, K, (n1 - n0) * (r1 - r0) * ow)
-        ck.im2col(x[n0:n1], cols, geo, r0, r1)
+        kern.im2col(x[n0:n1], cols, geo, r0, r1)
         if n1 - n0 == 1:
-            ck.gemm_into(w2, cols, o3[n0][:, r0 * ow:r1 * ow], 0.0)
+            kern.gemm_into(w2, cols, o3[n0][:, r0 * ow:r1 * ow], 0.0)
         else:
-            o3[n0:n1] = gemm.matmul(w2, cols).reshape(O, n1 - n0, L).transpose(1, 0, 2)
+            o3[n0:n1] = kern.matmul(w2, cols).reshape(O, n1 - n0, L).transpose(1, 0, 2)
     if b is not None:
         out += b.reshape(O, 1, 1)
     return out
 
 
-def weight_grad(spec, w_shape, x: np.ndarray, g: np.ndarray) -> np.ndarray:
+def weight_grad(kern, spec, w_shape, x, g):
     """dw [O, C, kh, kw] = sum over blocks of g's columns @ im2col(x)^T."""
+    xp = kern.xp
     N = x.shape[0]
     O, C, kh, kw = w_shape
-    geo, oh, ow = _geometry(spec, x.shape, kh, kw)
+    geo, oh, ow = _geometry(kern, spec, x.shape, kh, kw)
     K = C * kh * kw
-    x = np.ascontiguousarray(x)
-    g3 = np.ascontiguousarray(g).reshape(N, O, oh * ow)
-    dw = np.empty((O, K), x.dtype)
+    x = xp.ascontiguousarray(x)
+    g3 = xp.ascontiguousarray(g).reshape(N, O, oh * ow)
+    dw = xp.empty((O, K), x.dtype)
     blocks, most = _blocks(N, oh, ow, K, x.itemsize)
-    buf = np.empty(K * most, x.dtype)
+    buf = xp.empty(K * most, x.dtype)
     for i, (n0, n1, r0, r1) in enumerate(blocks):
         cols = _cols(buf, K, (n1 - n0) * (r1 - r0) * ow)
-        ck.im2col(x[n0:n1], cols, geo, r0, r1)
-        ck.gemm_into(_g_block(g3, n0, n1, r0, r1, ow), cols.T, dw, 1.0 if i else 0.0)
+        kern.im2col(x[n0:n1], cols, geo, r0, r1)
+        kern.gemm_into(_g_block(xp, g3, n0, n1, r0, r1, ow), cols.T, dw, 1.0 if i else 0.0)
     return dw.reshape(w_shape)
 
 
-def input_grad(spec, x_shape, g: np.ndarray, w: np.ndarray) -> np.ndarray:
+def input_grad(kern, spec, x_shape, g, w):
     """dx [N, C, H, W]: each block's columns w^T @ g, added back by col2im."""
+    xp = kern.xp
     N = x_shape[0]
     O, C, kh, kw = w.shape
-    geo, oh, ow = _geometry(spec, x_shape, kh, kw)
+    geo, oh, ow = _geometry(kern, spec, x_shape, kh, kw)
     K = C * kh * kw
-    g3 = np.ascontiguousarray(g).reshape(N, O, oh * ow)
-    wt = np.ascontiguousarray(w).reshape(O, K).T
-    dx = np.zeros(x_shape, g.dtype)
+    g3 = xp.ascontiguousarray(g).reshape(N, O, oh * ow)
+    wt = xp.ascontiguousarray(w).reshape(O, K).T
+    dx = xp.zeros(x_shape, g.dtype)
     blocks, most = _blocks(N, oh, ow, K, g.itemsize)
-    buf = np.empty(K * most, g.dtype)
+    buf = xp.empty(K * most, g.dtype)
     for n0, n1, r0, r1 in blocks:
         cols = _cols(buf, K, (n1 - n0) * (r1 - r0) * ow)
-        ck.gemm_into(wt, _g_block(g3, n0, n1, r0, r1, ow), cols, 0.0)
-        ck.col2im(cols, dx[n0:n1], geo, r0, r1)
+        kern.gemm_into(wt, _g_block(xp, g3, n0, n1, r0, r1, ow), cols, 0.0)
+        kern.col2im(cols, dx[n0:n1], geo, r0, r1)
     return dx

@@ -7,12 +7,10 @@ averaging matrix per axis, and a max is a gather at indices found without the gr
 
 from __future__ import annotations
 
-import numpy as np
-
 from ... import dtypes as _dt
 from ...errors import ShapeError
 from ...shape import format_shape
-from ...tensor import Tensor, describe, from_numpy
+from ...tensor import Tensor, describe, tensor
 from .convnd import _single
 from .pool2d import avg_pool2d, max_pool2d
 
@@ -72,11 +70,13 @@ def _out_sizes(op: str, x: Tensor, output_size, k: int) -> tuple:
 
 
 def _avg_matrix(n: int, o: int, dtype, device) -> Tensor:
-    m = np.zeros((o, n), dtype=dtype.np)
-    for i, (a, b) in enumerate(_bounds(n, o)):
-        m[i, a:b] = 1.0 / (b - a)
-    t = from_numpy(m)
-    return t if t.device is device else t.to(device)
+    """The constant [o, n] matrix whose row i averages adaptive window i."""
+    rows = []
+    for a, b in _bounds(n, o):
+        row = [0.0] * n
+        row[a:b] = [1.0 / (b - a)] * (b - a)
+        rows.append(row)
+    return tensor(rows, dtype=dtype, device=device)
 
 
 def _concrete(op: str, x: Tensor, dims: tuple) -> None:
@@ -127,12 +127,12 @@ def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False
 
         idx = empty(*lead, oh * ow, dtype=_dt.int64, device=input.device)
     else:
-        x = input._data
-        found = np.empty(lead + (oh, ow), np.int64)
+        x, xp = input._data, input.device.xp
+        found = xp.empty(lead + (oh, ow), _dt.int64.np)
         for i, (a, b) in enumerate(_bounds(H, oh)):
             for j, (c, d) in enumerate(_bounds(W, ow)):
                 win = x[..., a:b, c:d].reshape(lead + (-1,))
-                pos = np.argmax(win, axis=-1)
+                pos = xp.argmax(win, axis=-1)
                 found[..., i, j] = (a + pos // (d - c)) * W + c + pos % (d - c)
         idx = Tensor._make(found.reshape(lead + (oh * ow,)), lead + (oh * ow,), _dt.int64,
                            input.device)

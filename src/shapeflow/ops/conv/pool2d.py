@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import numpy as np
-
-from ...dtypes import from_numpy_dtype
+from ... import dtypes as _dt
 from ...errors import DTypeError, ShapeRuntimeError
 from ...shape import format_shape
 from ...tensor import Tensor, describe
 from ..base import Op, Saved, apply
-from .conv2d import _offsets, _out_size, _padded, _pair
+from .conv2d import _offsets, _out_size, _pair
 
 
 def _pool_size(n, k: int, s: int, p: int, d: int, ceil_mode: bool, op: str):
@@ -70,21 +68,22 @@ class _PoolSpec:
         return _offsets(self.k[0], self.k[1], self.d, self.s, self.out_shape[2],
                         self.out_shape[3])
 
-    def scatter_base(self, dtype) -> np.ndarray:
+    def scatter_base(self, xp, dtype):
         N, C, H, W = self.x_shape
-        return np.zeros((N, C, H + 2 * self.p[0] + self.extra[0],
+        return xp.zeros((N, C, H + 2 * self.p[0] + self.extra[0],
                          W + 2 * self.p[1] + self.extra[1]), dtype)
 
-    def crop(self, dxp: np.ndarray) -> np.ndarray:
+    def crop(self, dxp):
         N, C, H, W = self.x_shape
         if not any(self.p) and not any(self.extra):
             return dxp
         return dxp[:, :, self.p[0]:self.p[0] + H, self.p[1]:self.p[1] + W]
 
 
-def _index_dtype(k) -> np.dtype:
+def _index_dtype(k) -> _dt.DType:
+    """The narrowest integer that holds a window's offset (1 byte up to 16 x 16)."""
     n = k[0] * k[1]
-    return np.dtype(np.uint8 if n <= 256 else np.int16 if n <= 32768 else np.int32)
+    return _dt.uint8 if n <= 256 else _dt.int16 if n <= 32768 else _dt.int32
 
 
 class MaxPool2d(Op):
@@ -99,30 +98,30 @@ class MaxPool2d(Op):
         return self.spec.check(self.name, x), x.dtype
 
     def saved(self, x, out):
-        return (Saved.new("argmax", self.spec.out_shape, from_numpy_dtype(
-            _index_dtype(self.spec.k))),)
+        return (Saved.new("argmax", self.spec.out_shape, _index_dtype(self.spec.k)),)
 
     def forward(self, x):
         spec = self.spec
-        low = -np.inf if x.dtype.kind == "f" or x.dtype.name == "bfloat16" else \
-            np.iinfo(x.dtype).min
-        xp = _padded(x, spec.pads(), low, spec.extra)
+        xp = self.device.xp
+        low = -float("inf") if x.dtype.kind == "f" or x.dtype.name == "bfloat16" else \
+            xp.iinfo(x.dtype).min
+        xpad = self.device.kernels.pad2d(x, spec.pads(), low, spec.extra)
         best = arg = None
         upd = None
         for k, (rs, cs) in spec.offsets():
-            sl = xp[:, :, rs, cs]
+            sl = xpad[:, :, rs, cs]
             if best is None:
-                best = np.array(sl)
-                arg = np.zeros(best.shape, _index_dtype(spec.k))
-                upd = np.empty(best.shape, bool)
+                best = xp.array(sl)
+                arg = xp.zeros(best.shape, _index_dtype(spec.k).np)
+                upd = xp.empty(best.shape, bool)
                 continue
-            np.greater(sl, best, out=upd)
-            upd |= np.isnan(sl)  # NaN propagates, as in PyTorch
-            np.copyto(best, sl, where=upd)
+            xp.greater(sl, best, out=upd)
+            upd |= xp.isnan(sl)  # NaN propagates, as in PyTorch
+            xp.copyto(best, sl, where=upd)
             arg[upd] = k
         self.argmax = arg
         if self.return_indices:
-            self.indices = _flat_indices(spec, arg)
+            self.indices = _flat_indices(xp, spec, arg)
         return best
 
     def backward(self, g):
@@ -130,13 +129,13 @@ class MaxPool2d(Op):
         return (apply(MaxPoolBackward(self.spec), g, arg),)
 
 
-def _flat_indices(spec: _PoolSpec, arg: np.ndarray) -> np.ndarray:
+def _flat_indices(xp, spec: _PoolSpec, arg):
     """PyTorch's return_indices: the flat h * W + w position of each max in its input plane."""
     N, C, oh, ow = arg.shape
     W = spec.x_shape[3]
-    ki, kj = np.divmod(arg.astype(np.int64), spec.k[1])
-    rows = np.arange(oh).reshape(oh, 1) * spec.s[0] - spec.p[0] + ki * spec.d[0]
-    cols = np.arange(ow) * spec.s[1] - spec.p[1] + kj * spec.d[1]
+    ki, kj = xp.divmod(arg.astype(_dt.int64.np), spec.k[1])
+    rows = xp.arange(oh).reshape(oh, 1) * spec.s[0] - spec.p[0] + ki * spec.d[0]
+    cols = xp.arange(ow) * spec.s[1] - spec.p[1] + kj * spec.d[1]
     return rows * W + cols
 
 
@@ -156,12 +155,13 @@ class MaxPoolBackward(Op):
 
     def forward(self, g, arg):
         spec = self.spec
-        dxp = spec.scatter_base(g.dtype)
-        hit = np.empty(arg.shape, bool)
+        xp = self.device.xp
+        dxp = spec.scatter_base(xp, g.dtype)
+        hit = xp.empty(arg.shape, bool)
         for k, (rs, cs) in spec.offsets():
-            np.equal(arg, k, out=hit)
+            xp.equal(arg, k, out=hit)
             view = dxp[:, :, rs, cs]
-            np.add(view, g, out=view, where=hit)
+            xp.add(view, g, out=view, where=hit)
         return spec.crop(dxp)
 
     def backward(self, gg):
@@ -185,12 +185,13 @@ class MaxPoolSelect(Op):
 
     def forward(self, x, arg):
         spec = self.spec
-        xp = _padded(x, spec.pads(), 0.0, spec.extra)
-        out = np.zeros(arg.shape, x.dtype)
-        hit = np.empty(arg.shape, bool)
+        xp = self.device.xp
+        xpad = self.device.kernels.pad2d(x, spec.pads(), 0.0, spec.extra)
+        out = xp.zeros(arg.shape, x.dtype)
+        hit = xp.empty(arg.shape, bool)
         for k, (rs, cs) in spec.offsets():
-            np.equal(arg, k, out=hit)
-            np.copyto(out, xp[:, :, rs, cs], where=hit)
+            xp.equal(arg, k, out=hit)
+            xp.copyto(out, xpad[:, :, rs, cs], where=hit)
         return out
 
     def backward(self, g):
@@ -212,8 +213,6 @@ def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
     pool = MaxPool2d(spec, return_indices)
     out = apply(pool, x)
     if return_indices:
-        from ... import dtypes as _dt
-
         data = pool.__dict__.pop("indices", None)  # not kept on the graph node
         idx = Tensor._make(data, out.shape, _dt.int64, out.device)
         if unbatched:
@@ -236,36 +235,37 @@ class AvgPool2d(Op):
 
     def forward(self, x):
         spec = self.spec
-        xp = _padded(x, spec.pads(), 0.0, spec.extra)
+        xp = self.device.xp
+        xpad = self.device.kernels.pad2d(x, spec.pads(), 0.0, spec.extra)
         acc = None
         for _, (rs, cs) in spec.offsets():
             if acc is None:
-                acc = np.array(xp[:, :, rs, cs])
+                acc = xp.array(xpad[:, :, rs, cs])
             else:
-                acc += xp[:, :, rs, cs]
-        acc *= _inv_divisor(self, x.dtype)
+                acc += xpad[:, :, rs, cs]
+        acc *= _inv_divisor(xp, self, x.dtype)
         return acc
 
     def backward(self, g):
         return (apply(AvgPoolBackward(self), g),)
 
 
-def _inv_divisor(op: AvgPool2d, dtype) -> np.ndarray:
+def _inv_divisor(xp, op: AvgPool2d, dtype):
     """1 / the number each window's sum is divided by, shape [oh, ow] (PyTorch's rules)."""
     spec = op.spec
     if op.divisor_override:
-        return np.asarray(1.0 / op.divisor_override, dtype)
+        return xp.asarray(1.0 / op.divisor_override, dtype)
     _, _, H, W = spec.x_shape
     _, _, oh, ow = spec.out_shape
     counts = []
     for a, (n, o) in enumerate(((H, oh), (W, ow))):
-        start = np.arange(o) * spec.s[a] - spec.p[a]
-        end = np.minimum(start + spec.k[a], n + spec.p[a])
+        start = xp.arange(o) * spec.s[a] - spec.p[a]
+        end = xp.minimum(start + spec.k[a], n + spec.p[a])
         size = end - start
         if not op.count_include_pad:
-            size = np.minimum(end, n) - np.maximum(start, 0)
+            size = xp.minimum(end, n) - xp.maximum(start, 0)
         counts.append(size)
-    return (1.0 / np.outer(counts[0], counts[1])).astype(dtype)
+    return (1.0 / xp.outer(counts[0], counts[1])).astype(dtype)
 
 
 class AvgPoolBackward(Op):
@@ -281,8 +281,9 @@ class AvgPoolBackward(Op):
 
     def forward(self, g):
         spec = self.f.spec
-        gd = g * _inv_divisor(self.f, g.dtype)
-        dxp = spec.scatter_base(g.dtype)
+        xp = self.device.xp
+        gd = g * _inv_divisor(xp, self.f, g.dtype)
+        dxp = spec.scatter_base(xp, g.dtype)
         for _, (rs, cs) in spec.offsets():
             dxp[:, :, rs, cs] += gd
         return spec.crop(dxp)

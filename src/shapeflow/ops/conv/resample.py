@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ... import dtypes
 from ...errors import ShapeError
 from ...shape import format_shape
-from ...tensor import Tensor, describe, from_numpy
+from ...tensor import Tensor, describe, tensor
 from ..base import apply
 from .conv2d import _ConvSpec, _pair, conv2d
 from .convnd import ConvTranspose2d
@@ -24,45 +22,44 @@ _MODES = {"nearest": None, "nearest-exact": None, "area": None, "linear": 1, "bi
           "bicubic": 2, "trilinear": 3}
 
 
-def _const(a: np.ndarray, like: Tensor) -> Tensor:
-    t = from_numpy(a.astype(like.dtype.np))
-    return t if t.device is like.device else t.to(like.device)
+def _const(rows: list, like: Tensor) -> Tensor:
+    """A constant [out, in] matrix (float64 values, as lists) in like's dtype and device."""
+    t = tensor(rows, dtype=dtypes.float64, device=like.device)
+    return t if t.dtype is like.dtype else t.to(like.dtype)
 
 
 def _src(out: int, inp: int, scale: float | None, align_corners: bool, nearest: str | None):
     """Source coordinates of each output index along one axis (PyTorch's rules)."""
-    dst = np.arange(out, dtype=np.float64)
     if align_corners:
-        return dst * ((inp - 1) / (out - 1) if out > 1 else 0.0)
+        f = (inp - 1) / (out - 1) if out > 1 else 0.0
+        return [float(d) * f for d in range(out)]
     s = (1.0 / scale) if scale else inp / out
     if nearest == "nearest":
-        return np.floor(dst * s)
+        return [float(math.floor(float(d) * s)) for d in range(out)]
     if nearest == "nearest-exact":
-        return np.floor((dst + 0.5) * s)
-    return np.maximum((dst + 0.5) * s - 0.5, 0.0)
+        return [float(math.floor((d + 0.5) * s)) for d in range(out)]
+    return [max((d + 0.5) * s - 0.5, 0.0) for d in range(out)]
 
 
-def _linear_matrix(out: int, inp: int, scale, align_corners: bool) -> np.ndarray:
-    src = _src(out, inp, scale, align_corners, None)
-    i0 = np.minimum(np.floor(src).astype(np.int64), inp - 1)
-    i1 = np.minimum(i0 + 1, inp - 1)
-    lam = src - i0
-    m = np.zeros((out, inp))
-    np.add.at(m, (np.arange(out), i0), 1.0 - lam)
-    np.add.at(m, (np.arange(out), i1), lam)
+def _nearest_index(out: int, inp: int, scale, mode: str) -> list:
+    """The source index each output index picks (nearest modes), clamped to the input."""
+    return [int(min(v, inp - 1)) for v in _src(out, inp, scale, False, mode)]
+
+
+def _linear_matrix(out: int, inp: int, scale, align_corners: bool) -> list:
+    m = [[0.0] * inp for _ in range(out)]
+    for r, x in enumerate(_src(out, inp, scale, align_corners, None)):
+        i0 = min(math.floor(x), inp - 1)
+        i1 = min(i0 + 1, inp - 1)
+        lam = x - i0
+        m[r][i0] += 1.0 - lam
+        m[r][i1] += lam
     return m
 
 
-def _cubic_matrix(out: int, inp: int, scale, align_corners: bool) -> np.ndarray:
+def _cubic_matrix(out: int, inp: int, scale, align_corners: bool) -> list:
     """Bicubic weights along one axis: PyTorch's cubic convolution (A = -0.75), with the
     source coordinate unclamped and the four taps clamped to the edge."""
-    dst = np.arange(out, dtype=np.float64)
-    if align_corners:
-        src = dst * ((inp - 1) / (out - 1) if out > 1 else 0.0)
-    else:
-        src = (dst + 0.5) * ((1.0 / scale) if scale else inp / out) - 0.5
-    i0 = np.floor(src).astype(np.int64)
-    t = src - i0
     a = -0.75
 
     def near(x):  # |x| <= 1
@@ -71,18 +68,25 @@ def _cubic_matrix(out: int, inp: int, scale, align_corners: bool) -> np.ndarray:
     def far(x):  # 1 < |x| < 2
         return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
 
-    m = np.zeros((out, inp))
-    for off, w in ((-1, far(t + 1)), (0, near(t)), (1, near(1 - t)), (2, far(2 - t))):
-        np.add.at(m, (np.arange(out), np.clip(i0 + off, 0, inp - 1)), w)
+    m = [[0.0] * inp for _ in range(out)]
+    for r in range(out):
+        if align_corners:
+            src = float(r) * ((inp - 1) / (out - 1) if out > 1 else 0.0)
+        else:
+            src = (r + 0.5) * ((1.0 / scale) if scale else inp / out) - 0.5
+        i0 = math.floor(src)
+        t = src - i0
+        for off, w in ((-1, far(t + 1)), (0, near(t)), (1, near(1 - t)), (2, far(2 - t))):
+            m[r][min(max(i0 + off, 0), inp - 1)] += w
     return m
 
 
-def _area_matrix(out: int, inp: int) -> np.ndarray:
+def _area_matrix(out: int, inp: int) -> list:
     """Adaptive average pooling along one axis: output i averages [i*n/o, ceil((i+1)*n/o))."""
-    m = np.zeros((out, inp))
+    m = [[0.0] * inp for _ in range(out)]
     for i in range(out):
         lo, hi = (i * inp) // out, -((-(i + 1) * inp) // out)
-        m[i, lo:hi] = 1.0 / (hi - lo)
+        m[i][lo:hi] = [1.0 / (hi - lo)] * (hi - lo)
     return m
 
 
@@ -149,8 +153,9 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         elif mode == "bicubic":
             m = _const(_cubic_matrix(o, n, scales[a], bool(align_corners)), x)
         elif need is None:  # nearest: pick source rows
-            idx = np.minimum(_src(o, n, scales[a], False, mode), n - 1).astype(np.int64)
-            x = x.index_select(axis, _index(idx, x))
+            idx = tensor(_nearest_index(o, n, scales[a], mode), dtype=dtypes.int64,
+                         device=x.device)
+            x = x.index_select(axis, idx)
             continue
         else:
             m = _const(_linear_matrix(o, n, scales[a], bool(align_corners)), x)
@@ -169,8 +174,7 @@ def _integer_factors(spatial, out, scales, mode: str) -> tuple | None:
         if n == 0 or o % n:
             return None
         r = o // n
-        idx = np.minimum(_src(o, n, s, False, mode), n - 1).astype(np.int64)
-        if not np.array_equal(idx, np.arange(o) // r):
+        if _nearest_index(o, n, s, mode) != [i // r for i in range(o)]:
             return None
         factors.append(r)
     return tuple(factors)
@@ -184,11 +188,6 @@ def _repeat_nearest(x: Tensor, factors: tuple) -> Tensor:
     for n, r in zip(spatial, factors):
         view, big, out = view + (n, 1), big + (n, r), out + (n * r,)
     return x.reshape(view).expand(big).reshape(out)
-
-
-def _index(idx: np.ndarray, like: Tensor) -> Tensor:
-    t = from_numpy(idx)
-    return t if t.device is like.device else t.to(like.device)
 
 
 def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
@@ -227,9 +226,11 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
 
 def _one_hot_kernels(C: int, kh: int, kw: int, like: Tensor) -> Tensor:
     """[C * kh * kw, 1, kh, kw]: channel c*K + k picks kernel offset k of input channel c."""
+    from ...factories import eye
+
     K = kh * kw
-    eye = np.eye(K).reshape(K, 1, kh, kw)
-    return _const(np.tile(eye, (C, 1, 1, 1)), like)
+    return eye(K, dtype=like.dtype, device=like.device).reshape(K, 1, kh, kw).repeat(
+        C, 1, 1, 1)
 
 
 def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:

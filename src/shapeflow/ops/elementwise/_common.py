@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from ... import dtypes as _dt
 from ...dtypes import DType, result_type
 from ...errors import DTypeError
@@ -30,12 +28,20 @@ def _scalar_tensor(c, like: Tensor) -> Tensor:
     return Tensor._make(like.device.asarray(c, dt.np), (), dt, like.device)
 
 
+def _is_host_scalar(x) -> bool:
+    """A NumPy scalar (np.float32(2.0)): a 0-d value with .item() and, unlike an array, no
+    length."""
+    return getattr(x, "shape", None) == () and hasattr(x, "item") and not hasattr(x, "__len__")
+
+
 def _as_operand(x, other: Tensor | None = None) -> Tensor:
     if isinstance(x, Tensor):
         return x
-    if isinstance(x, (*_NUMBER, np.generic)):
-        return _scalar_tensor(x.item() if isinstance(x, np.generic) else x, other)
-    if isinstance(x, np.ndarray):
+    if isinstance(x, _NUMBER):
+        return _scalar_tensor(x, other)
+    if _is_host_scalar(x):
+        return _scalar_tensor(x.item(), other)
+    if hasattr(x, "__array_namespace__"):  # a host NumPy array: the factory's, shared
         from ...tensor import from_numpy
 
         return from_numpy(x)

@@ -1,38 +1,30 @@
-"""Activations: sigmoid, relu, silu, softplus, gelu, with their fused backward kernels."""
+"""Activations: sigmoid, relu, silu, softplus, gelu, with their fused backward kernels.
+
+sigmoid, silu and GELU's Phi(x) tables are kernels of the device's table (compiled passes
+on cpu); the rest is the device's array namespace.
+"""
 
 from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ... import dtypes as _dt
 from ...autograd import grad_mode
+from ...device import cpu
 from ...errors import DTypeError, ShapeError
 from ...tensor import Tensor, describe
-from .. import gelu_kernels
 from ..base import OUT_ACT, X0, X0_ACT, Op, apply
 from ._common import refuse_dtype
 from .compare import where
-from .silu_fused import SiluBackward, silu_forward
+from .silu_fused import SiluBackward
 from .unary import Unary, exp
-
-
-def _sigmoid(x):
-    # PyTorch's 1 / (1 + exp(-x)): 0.5 * (1 + tanh(x / 2)) cancels below 0 (float32 gave 0
-    # below x = -17). exp(-x) overflows to inf only where the result is 0 anyway, as PyTorch's
-    # is; the sign-split e / (1 + e) with e = exp(-|x|) takes ~1.7x as long in NumPy.
-    x = np.asarray(x)
-    out = np.negative(x, out=np.empty_like(x))  # an array even for 0-d input
-    with np.errstate(over="ignore"):
-        np.exp(out, out=out)
-    out += 1.0
-    return np.divide(1.0, out, out=out)  # NumPy's reciprocal is slower
 
 
 class Sigmoid(Unary):
     name = "sigmoid"
-    fn = staticmethod(_sigmoid)
+
+    def fn(self, x):
+        return self.device.kernels.sigmoid(x)  # PyTorch's 1 / (1 + exp(-x))
 
     def saved(self, x, out):
         return (OUT_ACT,)
@@ -54,7 +46,7 @@ class Relu(Op):
         return (OUT_ACT,)
 
     def forward(self, x):
-        return np.maximum(x, 0)
+        return self.device.xp.maximum(x, 0)
 
     def backward(self, g):
         (out,) = self.saved_tensors
@@ -81,7 +73,7 @@ class ReluBackward(_GradKernel):
     name = "relu_backward"
 
     def forward(self, g, out):
-        return np.multiply(g, out > 0)
+        return g * (out > 0)
 
 
 class _FloatOnly(Unary):
@@ -102,9 +94,8 @@ class Silu(_FloatOnly):
     def saved(self, x, out):
         return (X0_ACT,)
 
-    @staticmethod
-    def fn(x):
-        return silu_forward(x, _sigmoid)  # one compiled pass for float32
+    def fn(self, x):
+        return self.device.kernels.silu(x)  # one compiled pass for float32 on cpu
 
     def backward(self, g):
         (x,) = self.saved_tensors
@@ -124,9 +115,10 @@ class Softplus(_FloatOnly):
         return (X0_ACT,)
 
     def fn(self, x):
+        xp = self.device.xp
         bx = x * self.beta
-        soft = np.logaddexp(0, bx) / self.beta
-        return np.where(bx > self.threshold, x, soft).astype(x.dtype, copy=False)
+        soft = xp.logaddexp(0, bx) / self.beta
+        return xp.where(bx > self.threshold, x, soft).astype(x.dtype, copy=False)
 
     def backward(self, g):
         (x,) = self.saved_tensors
@@ -134,20 +126,17 @@ class Softplus(_FloatOnly):
         return (g * where(bx > self.threshold, 1.0, sigmoid(bx)),)
 
 
-_SQRT_2 = math.sqrt(2.0)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
-_erf64 = np.vectorize(math.erf, otypes=[np.float64])
 
 
-def normal_cdf(x: np.ndarray) -> np.ndarray:
-    """Phi(x). float64 uses math.erf exactly; other dtypes a float32 table (error < 1.5e-7)."""
-    if x.dtype == np.float64:
-        return 0.5 * (1.0 + _erf64(x / _SQRT_2))
-    return gelu_kernels.blockwise(x, "phi")
+def normal_cdf(x, kernels=None):
+    """Phi(x) of an array: float64 through math.erf exactly, other dtypes from a float32
+    table (error < 1.5e-7); with the cpu kernel table unless `kernels` is given."""
+    return (cpu.kernels if kernels is None else kernels).normal_cdf(x)
 
 
-def _is_half(x: np.ndarray) -> bool:
+def _is_half(x) -> bool:
     """bfloat16 or float16 data: the GELU tables compute these in float32 blocks."""
     return x.dtype.itemsize == 2 and (x.dtype.kind == "f" or x.dtype.name == "bfloat16")
 
@@ -170,16 +159,17 @@ class Gelu(_FloatOnly):
         return (X0_ACT,)
 
     def fn(self, x):
+        k = self.device.kernels
         if self.approximate == "tanh":
-            inner = np.tanh((x + 0.044715 * x * x * x) * _SQRT_2_OVER_PI)
+            inner = k.xp.tanh((x + 0.044715 * x * x * x) * _SQRT_2_OVER_PI)
             return (0.5 * x * (1.0 + inner)).astype(x.dtype, copy=False)
-        if x.dtype == np.float64:
-            return x * normal_cdf(x)
-        return gelu_kernels.blockwise(x, "phi", times=x)
+        if x.dtype.char == "d":
+            return x * k.normal_cdf(x)
+        return k.gelu_table(x, "phi", x)
 
     def forward(self, x):
         if self.approximate == "none" and _is_half(x):  # float32 steps in blocks, one rounding
-            return gelu_kernels.blockwise(x, "phi", times=x)
+            return self.device.kernels.gelu_table(x, "phi", x)
         return Unary.forward(self, x)
 
     def backward(self, g):
@@ -198,7 +188,7 @@ class GeluBackward(_GradKernel):
     name = "gelu_backward"
 
     def forward(self, g, x):
-        return gelu_kernels.blockwise(x, "gelu_grad", times=g)
+        return self.device.kernels.gelu_table(x, "gelu_grad", g)
 
 
 class GeluGrad(Unary):
@@ -213,19 +203,20 @@ class GeluGrad(Unary):
         return (X0,)
 
     def fn(self, x):
+        k = self.device.kernels
         if self.approximate == "tanh":
             u = (x + 0.044715 * x * x * x) * _SQRT_2_OVER_PI
-            th = np.tanh(u)
+            th = k.xp.tanh(u)
             du = _SQRT_2_OVER_PI * (1.0 + 3 * 0.044715 * x * x)
             return (0.5 * (1.0 + th) + 0.5 * x * (1.0 - th * th) * du).astype(x.dtype, copy=False)
-        if x.dtype == np.float64:
-            pdf = np.exp(-0.5 * x * x) * _INV_SQRT_2PI
-            return normal_cdf(x) + x * pdf
-        return gelu_kernels.blockwise(x, "gelu_grad")
+        if x.dtype.char == "d":
+            pdf = k.xp.exp(-0.5 * x * x) * _INV_SQRT_2PI
+            return k.normal_cdf(x) + x * pdf
+        return k.gelu_table(x, "gelu_grad")
 
     def forward(self, x):
         if self.approximate == "none" and _is_half(x):
-            return gelu_kernels.blockwise(x, "gelu_grad")
+            return self.device.kernels.gelu_table(x, "gelu_grad")
         return Unary.forward(self, x)
 
     def backward(self, g):

@@ -1,11 +1,14 @@
-"""Binary arithmetic: two operands broadcast and promoted (add, sub, mul, div, pow, ...)."""
+"""Binary arithmetic: two operands broadcast and promoted (add, sub, mul, div, pow, ...).
+
+Each op computes with its device's array namespace: `ufunc` names the function ('add',
+'maximum'), or the op overrides `fn(a, b)`. add, sub, mul and div on operands that need no
+cast, widening or bfloat16 rounding (what infer calls `plain`) use the arrays' own Python
+operators: every array type has them, and they cost less than any lookup of the namespace.
+"""
 
 from __future__ import annotations
 
-import numpy as np
-
 from ... import dtypes as _dt
-from ...backend.cpu import kernels
 from ...dtypes import promote_types, result_type
 from ...errors import (
     DTypeError,
@@ -18,7 +21,7 @@ from ...shape import broadcast_shapes
 from ...tensor import Tensor
 from ..base import OUT, X0, X1, Op, apply
 from ._common import _NUMBER, _as_operand
-from .broadcast_runs import widened
+from .broadcast_runs import widen_runs
 from .scalar import (
     AddScalar,
     DivScalar,
@@ -36,6 +39,7 @@ from .unary import log
 
 _BOOL = _dt.bool_
 _BF16 = _dt.bfloat16
+_F32_NP = _dt.float32.np
 
 
 def _bool_subtraction() -> DTypeRuntimeError:
@@ -47,19 +51,15 @@ def _bool_subtraction() -> DTypeRuntimeError:
 class Binary(Op):
     """Two tensors, broadcast; forward computes in the promoted dtype (`self.compute`)."""
 
+    ufunc: str | None = None  # the array-namespace function computing it, by name
+
     def infer(self, a, b):
         sa, sb = a.shape, b.shape
         try:
             same = sa is sb or sa == sb
         except ShapeflowError:  # symbols that cannot be told apart
             same = False
-        if same:
-            shape = sa
-        else:
-            shape = broadcast_shapes(sa, sb, self.name)
-            fn = getattr(self, "fn", None)
-            if fn is not None:  # short broadcast runs made long (same-shape ops: no cost)
-                self.fn = widened(fn)
+        shape = sa if same else broadcast_shapes(sa, sb, self.name)
         if a.dtype is b.dtype:
             dt = a.dtype
         elif bool(sa) == bool(sb):
@@ -67,7 +67,9 @@ class Binary(Op):
         else:
             dt = result_type(a, b)  # a 0-d tensor widens only across categories
         self.compute = dt
-        self.cast = not (a.dtype is dt and b.dtype is dt)
+        self.cast = cast = not (a.dtype is dt and b.dtype is dt)
+        # operands forward takes as they are: the hot ops' Python-operator path
+        self.plain = same and not cast and dt is not _BF16
         return shape, dt
 
     rounds_once = False  # bfloat16 values: computed in float32 and rounded, as ml_dtypes does
@@ -79,48 +81,47 @@ class Binary(Op):
     def forward(self, a, b):
         if self.cast:
             npd = self.compute.np
+            k = self.device.kernels
             if self.opmath_scalar and npd.itemsize == 2 and npd.kind == "f" and (
                     b.ndim == 0 and b.dtype != npd and a.ndim):
-                return _with_float32_scalar(self.fn, a, b, npd)
-            if a.dtype != npd:
-                a = _converted(a, npd)
+                return _with_float32_scalar(self, k, a, b, npd)
+            if a.dtype != npd:  # bfloat16 widened in a compiled pass (residual adds)
+                a = k.cast(a, npd)
             if b.dtype != npd:
-                b = _converted(b, npd)
+                b = k.cast(b, npd)
         if self.compute is _BF16 and self.rounds_once and a.shape == b.shape:
-            out = np.empty(a.shape, a.dtype)  # float32 blocks: the same bits, 3x faster
-            if kernels.bf16_binary(self.fn, a, b, out):
-                return out
+            # float32 blocks on cpu: the same bits, 3x faster
+            return self.device.kernels.bf16_binary(self.ufunc, a, b)
+        if a.shape != b.shape:  # short broadcast runs made long (elementwise: same values)
+            a, b = widen_runs(a, b)
         return self.fn(a, b)
 
-
-def _with_float32_scalar(fn, a: np.ndarray, b: np.ndarray, npd) -> np.ndarray:
-    """fn of a 16-bit float array a and a 0-d b kept in float32, rounded once to npd."""
-    a, b = kernels.widen(a.astype(npd, copy=False)), b.astype(np.float32)
-    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        return kernels.narrow(np.asarray(fn(a, b)), npd)
+    def fn(self, a, b):
+        """The op on operands of its compute dtype: the namespace's function `ufunc`."""
+        return getattr(self.device.xp, self.ufunc)(a, b)
 
 
-def _converted(x: np.ndarray, npd) -> np.ndarray:
-    """x as npd; bfloat16 to float32 in a compiled pass (mixed precision's residual adds)."""
-    if npd == kernels.F32 and x.dtype == kernels.BF16 and x.ndim:
-        return kernels.widen(x)
-    return x.astype(npd)
+def _with_float32_scalar(op: Binary, k, a, b, npd):
+    """op of a 16-bit float array a and a 0-d b kept in float32, rounded once to npd."""
+    a, b = k.cast(a.astype(npd, copy=False), _F32_NP), b.astype(_F32_NP)
+    xp = op.device.xp
+    with xp.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        return k.cast(xp.asarray(op.fn(a, b)), npd)
 
 
-def _int_pow(op: Pow, a, b):
+def _int_pow(xp, npd, a, b):
     """Integer powers as PyTorch: a negative exponent gives 1 for base 1, +-1 for -1, else 0."""
-    npd = op.compute.np
     a, b = a.astype(npd, copy=False), b.astype(npd, copy=False)
     neg = b < 0
     if not neg.any():
-        with np.errstate(over="ignore"):
-            return np.power(a, b)
-    with np.errstate(over="ignore"):
-        out = np.power(a, np.where(neg, 0, b))
-    a_b = np.broadcast_to(a, out.shape)
-    odd = np.broadcast_to(b % 2 != 0, out.shape)
-    fill = np.where(a_b == 1, 1, np.where(a_b == -1, np.where(odd, -1, 1), 0)).astype(npd)
-    return np.where(np.broadcast_to(neg, out.shape), fill, out)
+        with xp.errstate(over="ignore"):
+            return xp.power(a, b)
+    with xp.errstate(over="ignore"):
+        out = xp.power(a, xp.where(neg, 0, b))
+    a_b = xp.broadcast_to(a, out.shape)
+    odd = xp.broadcast_to(b % 2 != 0, out.shape)
+    fill = xp.where(a_b == 1, 1, xp.where(a_b == -1, xp.where(odd, -1, 1), 0)).astype(npd)
+    return xp.where(xp.broadcast_to(neg, out.shape), fill, out)
 
 
 def _no_bool(op: Binary, a, b):
@@ -141,7 +142,12 @@ def _int_zero_check(op: str, b) -> None:
 class Add(Binary):
     name = "add"
     rounds_once = True
-    fn = staticmethod(np.add)
+    ufunc = "add"
+
+    def forward(self, a, b):
+        if self.plain:
+            return a + b  # the arrays' own operator: their device's add
+        return Binary.forward(self, a, b)
 
     def backward(self, g):
         return g, g
@@ -150,12 +156,17 @@ class Add(Binary):
 class Sub(Binary):
     name = "sub"
     rounds_once = True
-    fn = staticmethod(np.subtract)
+    ufunc = "subtract"
 
     def infer(self, a, b):
         if a.dtype is _BOOL or b.dtype is _BOOL:
             raise _bool_subtraction()
         return Binary.infer(self, a, b)
+
+    def forward(self, a, b):
+        if self.plain:
+            return a - b
+        return Binary.forward(self, a, b)
 
     def backward(self, g):
         return g, -g
@@ -165,7 +176,12 @@ class Mul(Binary):
     name = "mul"
     rounds_once = True
     opmath_scalar = True
-    fn = staticmethod(np.multiply)
+    ufunc = "multiply"
+
+    def forward(self, a, b):
+        if self.plain:
+            return a * b
+        return Binary.forward(self, a, b)
 
     def saved(self, a, b, out):
         # each input's gradient needs only the other input
@@ -187,13 +203,13 @@ class Div(Binary):
     name = "div"
     rounds_once = True
     opmath_scalar = True
-    fn = staticmethod(np.true_divide)
+    ufunc = "true_divide"
 
     def infer(self, a, b):
         shape, dt = Binary.infer(self, a, b)
         if not dt.is_floating_point:  # true division of integers gives the default float
             dt = self.compute = _dt.default_float
-            self.cast = True
+            self.cast, self.plain = True, False
         return shape, dt
 
     def saved(self, a, b, out):
@@ -201,8 +217,8 @@ class Div(Binary):
         return (X0, X1) if b.requires_grad else (X1,)
 
     def forward(self, a, b):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return Binary.forward(self, a, b)
+        with self.device.xp.errstate(divide="ignore", invalid="ignore"):
+            return a / b if self.plain else Binary.forward(self, a, b)
 
     def backward(self, g):
         if self.need_b:
@@ -214,7 +230,7 @@ class Div(Binary):
 
 class Pow(Binary):
     name = "pow"
-    fn = staticmethod(np.power)
+    ufunc = "power"
     infer = _no_bool
 
     def saved(self, a, b, out):
@@ -222,9 +238,10 @@ class Pow(Binary):
         return (X0, X1, OUT) if b.requires_grad else (X0, X1)
 
     def forward(self, a, b):
+        xp = self.device.xp
         if self.compute.category < 2 and self.compute is not _dt.bool_:
-            return _int_pow(self, a, b)
-        with np.errstate(divide="ignore", invalid="ignore"):
+            return _int_pow(xp, self.compute.np, a, b)
+        with xp.errstate(divide="ignore", invalid="ignore"):
             return Binary.forward(self, a, b)
 
     def backward(self, g):
@@ -249,11 +266,11 @@ class FloorDivide(Binary):
     differentiable = False
     infer = _no_bool
 
-    @staticmethod
-    def fn(a, b):
+    def fn(self, a, b):
         _int_zero_check("floor_divide", b)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.floor_divide(a, b)
+        xp = self.device.xp
+        with xp.errstate(divide="ignore", invalid="ignore"):
+            return xp.floor_divide(a, b)
 
 
 class Remainder(Binary):
@@ -265,11 +282,11 @@ class Remainder(Binary):
     def saved(self, a, b, out):
         return (X0, X1) if b.requires_grad else ()
 
-    @staticmethod
-    def fn(a, b):
+    def fn(self, a, b):
         _int_zero_check("remainder", b)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.remainder(a, b)
+        xp = self.device.xp
+        with xp.errstate(divide="ignore", invalid="ignore"):
+            return xp.remainder(a, b)
 
     def backward(self, g):
         if self._saved:

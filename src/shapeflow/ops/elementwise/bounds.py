@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-
-from ...backend.cpu import kernels
 from ...dtypes import result_type
 from ...errors import ShapeError
 from ...tensor import Tensor
@@ -16,7 +13,7 @@ from .compare import logical_and
 
 class Maximum(Binary):
     name = "maximum"
-    fn = staticmethod(np.maximum)
+    ufunc = "maximum"
 
     def saved(self, a, b, out):
         return (X0, X1)
@@ -29,7 +26,7 @@ class Maximum(Binary):
 
 class Minimum(Maximum):
     name = "minimum"
-    fn = staticmethod(np.minimum)
+    ufunc = "minimum"
 
     def backward(self, g):
         a, b = self.saved_tensors
@@ -55,9 +52,10 @@ class Clamp(Op):
         return (X0,)
 
     def forward(self, x):
-        out = np.clip(x, self.lo, self.hi)
+        out = self.device.xp.clip(x, self.lo, self.hi)
         # NumPy widens bfloat16 (or ints) clipped to Python floats: back to the op's dtype
-        return out if out.dtype == self.np_dtype else kernels.narrow(out, self.np_dtype)
+        return out if out.dtype == self.np_dtype else self.device.kernels.cast(out,
+                                                                                self.np_dtype)
 
     def backward(self, g):
         (x,) = self.saved_tensors

@@ -5,31 +5,19 @@ alike. An operand broadcast inside a short run (rotary's cos [T, 1, D/2] against
 H, D/2]; a per-channel [C, 1, 1] scale) leaves a loop of D/2 elements: ~5x slower than a
 dense one. Copying that operand over its inner dims first (a block much smaller than the
 output) makes the run long. Elementwise results do not depend on the loop's shape, so the
-values are the same bit for bit.
+values are the same bit for bit. The copy is made with the operand's own array namespace
+(`__array_namespace__`), so this works on any device's arrays.
 """
 
 from __future__ import annotations
 
 import math
 
-import numpy as np
-
 _MIN_OUT = 8192  # below this the widening (~5 us) costs what the long loop saves
 _SHORT = 16  # an inner run this long or longer is already fast
 
 
-def widened(fn):
-    """fn(a, b) on operands first passed through widen_runs (Binary's fn where they differ in
-    shape: elementwise, so the result is the same)."""
-
-    def call(a, b):
-        a, b = widen_runs(a, b)
-        return fn(a, b)
-
-    return call
-
-
-def widen_runs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def widen_runs(a, b) -> tuple:
     """(a, b), each broadcast operand with a short inner run copied dense over its inner dims
     where that copy is at most a quarter of the output; unchanged otherwise."""
     if a.size == 1 or b.size == 1:  # a scalar broadcast: NumPy's scalar loop is fast
@@ -47,7 +35,7 @@ def widen_runs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             b if sb == shape else _widen(b, sb, shape, size))
 
 
-def _widen(x: np.ndarray, xs: tuple, shape: tuple, size: int) -> np.ndarray:
+def _widen(x, xs: tuple, shape: tuple, size: int):
     # NumPy merges adjacent dims where x is broadcast in both (or in neither): its inner loop
     # is the innermost such stretch; `d` is where that stretch ends
     run, state, d = 1, None, -1
@@ -73,6 +61,7 @@ def _widen(x: np.ndarray, xs: tuple, shape: tuple, size: int) -> np.ndarray:
         best = j
     if best is None:
         return x
-    out = np.empty(xs[:best] + shape[best:], x.dtype)
-    np.copyto(out, x.reshape(xs))
+    xp = x.__array_namespace__()
+    out = xp.empty(xs[:best] + shape[best:], x.dtype)
+    xp.copyto(out, x.reshape(xs))
     return out

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from ...device import meta
 from ...errors import DeviceError
 from ...tensor import Tensor, describe
@@ -21,10 +19,11 @@ class IsClose(Compare):
         self.rtol, self.atol, self.equal_nan = rtol, atol, equal_nan
 
     def fn(self, a, b):
+        xp = self.device.xp
         if a.dtype.kind in "biu":  # exact types: closeness is equality (and no overflow)
-            return np.equal(a, b)
-        with np.errstate(invalid="ignore", over="ignore"):
-            return np.isclose(a, b, rtol=self.rtol, atol=self.atol, equal_nan=self.equal_nan)
+            return xp.equal(a, b)
+        with xp.errstate(invalid="ignore", over="ignore"):
+            return xp.isclose(a, b, rtol=self.rtol, atol=self.atol, equal_nan=self.equal_nan)
 
     def forward(self, a, b):
         if self.cast:
@@ -62,7 +61,7 @@ def equal(input: Tensor, other: Tensor) -> bool:  # noqa: A002
     _values("equal", input, other)
     if tuple(input.shape) != tuple(other.shape):
         return False
-    return bool(np.array_equal(input._data, other._data))
+    return bool(input.device.xp.array_equal(input._data, other._data))
 
 
 METHODS = ("isclose", "allclose", "equal")

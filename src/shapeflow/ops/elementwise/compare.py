@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import numpy as np
+import operator
 
 from ... import dtypes as _dt
 from ...dtypes import promote_types, result_type
@@ -25,35 +25,42 @@ class Compare(Binary):
         return shape, _dt.bool_
 
 
-def _compare(name: str, fn) -> type:
-    return type(name.capitalize(), (Compare,), {"name": name, "fn": staticmethod(fn)})
+def _compare(name: str, ufunc: str, op=None) -> type:
+    """A comparison class: the namespace's `ufunc`, or the arrays' own operator `op` (the
+    same function, without a lookup of the namespace)."""
+    attrs = {"name": name, "ufunc": ufunc}
+    if op is not None:
+        attrs["fn"] = staticmethod(op)
+    return type(name.capitalize(), (Compare,), attrs)
 
 
-Eq, Ne = _compare("eq", np.equal), _compare("ne", np.not_equal)
-Lt, Le = _compare("lt", np.less), _compare("le", np.less_equal)
-Gt, Ge = _compare("gt", np.greater), _compare("ge", np.greater_equal)
-LogicalAnd, LogicalOr = _compare("logical_and", np.logical_and), _compare("logical_or",
-                                                                           np.logical_or)
-LogicalXor = _compare("logical_xor", np.logical_xor)
+Eq, Ne = _compare("eq", "equal", operator.eq), _compare("ne", "not_equal", operator.ne)
+Lt, Le = _compare("lt", "less", operator.lt), _compare("le", "less_equal", operator.le)
+Gt, Ge = _compare("gt", "greater", operator.gt), _compare("ge", "greater_equal", operator.ge)
+LogicalAnd, LogicalOr = _compare("logical_and", "logical_and"), _compare("logical_or",
+                                                                          "logical_or")
+LogicalXor = _compare("logical_xor", "logical_xor")
 
 
 class UnaryPredicate(Op):
+    """A bool-valued unary op: the namespace's function `ufunc` ('isnan')."""
+
     differentiable = False
+    ufunc: str
 
     def infer(self, x):
         return x.shape, _dt.bool_
 
     def forward(self, x):
-        return self.fn(x)
+        return getattr(self.device.xp, self.ufunc)(x)
 
 
-def _predicate(name: str, fn) -> type:
-    return type(name, (UnaryPredicate,), {"name": name, "fn": staticmethod(fn)})
+def _predicate(name: str, ufunc: str | None = None) -> type:
+    return type(name, (UnaryPredicate,), {"name": name, "ufunc": ufunc or name})
 
 
-LogicalNot = _predicate("logical_not", np.logical_not)
-IsNan, IsInf, IsFinite = (_predicate("isnan", np.isnan), _predicate("isinf", np.isinf),
-                          _predicate("isfinite", np.isfinite))
+LogicalNot = _predicate("logical_not")
+IsNan, IsInf, IsFinite = _predicate("isnan"), _predicate("isinf"), _predicate("isfinite")
 
 
 class Where(Op):
@@ -74,7 +81,7 @@ class Where(Op):
 
     def forward(self, cond, a, b):
         npd = self.compute.np
-        return np.where(cond, _cast_np(a, npd), _cast_np(b, npd))
+        return self.device.xp.where(cond, _cast(a, npd), _cast(b, npd))
 
     def backward(self, g):
         (cond,) = self.saved_tensors
@@ -82,7 +89,7 @@ class Where(Op):
         return None, where(cond, g, zero), where(cond, zero, g)
 
 
-def _cast_np(arr, npd):
+def _cast(arr, npd):
     return arr if arr.dtype == npd else arr.astype(npd)
 
 
@@ -100,14 +107,18 @@ class CompareScalar(ScalarOp):
         return self.fn(x, self.c)
 
 
-def _compare_scalar(name: str, fn) -> type:
-    return type(name + "_scalar", (CompareScalar,), {"name": name, "fn": staticmethod(fn)})
+def _compare_scalar(name: str, ufunc: str, op) -> type:
+    return type(name + "_scalar", (CompareScalar,),
+                {"name": name, "ufunc": ufunc, "fn": staticmethod(op)})
 
 
 _SCALAR_COMPARE = {
-    "eq": _compare_scalar("eq", np.equal), "ne": _compare_scalar("ne", np.not_equal),
-    "lt": _compare_scalar("lt", np.less), "le": _compare_scalar("le", np.less_equal),
-    "gt": _compare_scalar("gt", np.greater), "ge": _compare_scalar("ge", np.greater_equal),
+    "eq": _compare_scalar("eq", "equal", operator.eq),
+    "ne": _compare_scalar("ne", "not_equal", operator.ne),
+    "lt": _compare_scalar("lt", "less", operator.lt),
+    "le": _compare_scalar("le", "less_equal", operator.le),
+    "gt": _compare_scalar("gt", "greater", operator.gt),
+    "ge": _compare_scalar("ge", "greater_equal", operator.ge),
 }
 _TENSOR_COMPARE = {"eq": Eq, "ne": Ne, "lt": Lt, "le": Le, "gt": Gt, "ge": Ge}
 _FLIP = {"eq": "eq", "ne": "ne", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}

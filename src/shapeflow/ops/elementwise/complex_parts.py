@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ... import dtypes as _dt
 from ...tensor import Tensor
 from ..base import Op, apply
@@ -60,9 +58,10 @@ class Angle(Op):
         return x.shape, self.dt
 
     def forward(self, x):
-        out = np.where(x < 0, math.pi, 0.0).astype(self.dt.np)
+        xp = self.device.xp
+        out = xp.where(x < 0, math.pi, 0.0).astype(self.dt.np)
         if x.dtype.kind == "f":
-            out = np.where(np.isnan(x), x, out).astype(self.dt.np)
+            out = xp.where(xp.isnan(x), x, out).astype(self.dt.np)
         return out
 
     def backward(self, g):

@@ -3,8 +3,6 @@ results, gcd(0, 0) = 0, as PyTorch's); floats raise."""
 
 from __future__ import annotations
 
-import numpy as np
-
 from ...errors import DTypeNotImplementedError
 from ...tensor import Tensor, describe
 from ..base import apply
@@ -30,12 +28,16 @@ class _IntegerBinary(Binary):
 
 class Gcd(_IntegerBinary):
     name = "gcd"
-    fn = staticmethod(np.gcd)
+
+    def fn(self, a, b):
+        return self.device.xp.gcd(a, b)
 
 
 class Lcm(_IntegerBinary):
     name = "lcm"
-    fn = staticmethod(np.lcm)
+
+    def fn(self, a, b):
+        return self.device.xp.lcm(a, b)
 
 
 def gcd(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-import numpy as np
-
 from ... import dtypes as _dt
 from ...errors import DTypeError, DTypeNotImplementedError
 from ...tensor import Tensor, describe
@@ -44,8 +42,9 @@ class Exponent(Op):
         return x.shape, _dt.int32
 
     def forward(self, x):
-        wide = x.astype(np.float32) if x.dtype.itemsize == 2 else x
-        return np.frexp(wide)[1].astype(np.int32)
+        xp = self.device.xp
+        wide = x.astype(xp.float32) if x.dtype.itemsize == 2 else x
+        return xp.frexp(wide)[1].astype(xp.int32)
 
 
 def frexp(input: Tensor) -> FrexpResult:  # noqa: A002
@@ -66,7 +65,9 @@ class NextAfter(Binary):
     """The next float after a in the direction of b."""
 
     name = "nextafter"
-    fn = staticmethod(np.nextafter)
+
+    def fn(self, a, b):
+        return self.device.xp.nextafter(a, b)
 
     def infer(self, a, b):
         shape, dt = Binary.infer(self, a, b)
@@ -100,12 +101,12 @@ class Heaviside(Binary):
                              hint="cast values to input's dtype")
         return Binary.infer(self, a, b)
 
-    @staticmethod
-    def fn(x, v):
-        if x.dtype == np.bool_:  # a bool x is never below 0: v where False, True where True
+    def fn(self, x, v):
+        xp = self.device.xp
+        if x.dtype == xp.bool_:  # a bool x is never below 0: v where False, True where True
             return x | v
-        return np.where(x == 0, v, (x > 0).astype(x.dtype) if x.dtype.kind != "f"
-                        else np.where(np.isnan(x), x, (x > 0).astype(x.dtype)))
+        return xp.where(x == 0, v, (x > 0).astype(x.dtype) if x.dtype.kind != "f"
+                        else xp.where(xp.isnan(x), x, (x > 0).astype(x.dtype)))
 
 
 def heaviside(input: Tensor, values: Tensor) -> Tensor:  # noqa: A002

@@ -2,12 +2,11 @@
 
 Bitwise ops are bitwise on integers and logical on bools (NumPy's bitwise_* do both); on
 floating-point tensors they raise as PyTorch does. Integer division or remainder by zero
-raises (PyTorch's RuntimeError) instead of NumPy's silent 0.
+raises (PyTorch's RuntimeError) instead of NumPy's silent 0. Kernels take the op's device's
+array namespace `xp`.
 """
 
 from __future__ import annotations
-
-import numpy as np
 
 from ... import dtypes as _dt
 from ...errors import ArgumentError, DTypeError, DTypeNotImplementedError, IntegerDivisionError
@@ -37,6 +36,9 @@ class _IntBinary(Binary):
     differentiable = False
     shift = False
 
+    def fn(self, a, b):
+        return self.kernel(self.device.xp, a, b)  # kernel(xp, a, b): set by _classes
+
     def infer(self, a, b):
         shape, dt = Binary.infer(self, a, b)
         if dt.category == 2 or (dt is _dt.bool_ and self.shift):
@@ -58,37 +60,41 @@ class _IntScalar(ScalarOp):
 
     def forward(self, x):
         npd = self.dt.np
+        xp = self.device.xp
         if x.dtype != npd:
             x = x.astype(npd)
-        return self.fn(x, np.asarray(self.c).astype(npd))
+        return self.kernel(xp, x, xp.asarray(self.c).astype(npd))
 
 
-def _shift_left(a, b):
+def _shift_left(xp, a, b):
     bits = a.dtype.itemsize * 8
-    out = np.left_shift(a, np.clip(b, 0, bits - 1).astype(a.dtype))
-    return np.where((b < 0) | (b >= bits), np.zeros((), a.dtype), out)  # PyTorch gives 0
+    out = xp.left_shift(a, xp.clip(b, 0, bits - 1).astype(a.dtype))
+    return xp.where((b < 0) | (b >= bits), xp.zeros((), a.dtype), out)  # PyTorch gives 0
 
 
-def _shift_right(a, b):
+def _shift_right(xp, a, b):
     bits = a.dtype.itemsize * 8
     # a shift past the width (or negative, read as unsigned) gives the sign fill, as PyTorch
-    shift = np.where((b < 0) | (b >= bits), bits - 1, b).astype(a.dtype)
-    return np.right_shift(a, shift)
+    shift = xp.where((b < 0) | (b >= bits), bits - 1, b).astype(a.dtype)
+    return xp.right_shift(a, shift)
 
 
-_FNS = {"bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or,
-        "bitwise_xor": np.bitwise_xor, "bitwise_left_shift": _shift_left,
-        "bitwise_right_shift": _shift_right}
+# kernel(xp, a, b) for each op
+_KERNELS = {"bitwise_and": lambda xp, a, b: xp.bitwise_and(a, b),
+            "bitwise_or": lambda xp, a, b: xp.bitwise_or(a, b),
+            "bitwise_xor": lambda xp, a, b: xp.bitwise_xor(a, b),
+            "bitwise_left_shift": _shift_left, "bitwise_right_shift": _shift_right}
 
 
 def _classes(name: str) -> tuple[type, type, type]:
-    fn = staticmethod(_FNS[name])
-    rfn = staticmethod(lambda x, c, f=_FNS[name]: f(c, x))
+    kernel = _KERNELS[name]
+    k = staticmethod(kernel)
+    rk = staticmethod(lambda xp, x, c: kernel(xp, c, x))  # the number on the left
     cap = "".join(p.capitalize() for p in name.split("_"))
     attrs = {"name": name, "shift": "shift" in name}
-    return (type(cap, (_IntBinary,), {**attrs, "fn": fn}),
-            type(cap + "Scalar", (_IntScalar,), {**attrs, "fn": fn}),
-            type("R" + cap + "Scalar", (_IntScalar,), {**attrs, "fn": rfn}))
+    return (type(cap, (_IntBinary,), {**attrs, "kernel": k}),
+            type(cap + "Scalar", (_IntScalar,), {**attrs, "kernel": k}),
+            type("R" + cap + "Scalar", (_IntScalar,), {**attrs, "kernel": rk}))
 
 
 BitwiseAnd, BitwiseAndScalar, _RAnd = _classes("bitwise_and")
@@ -157,7 +163,7 @@ class BitwiseNot(Op):
         return x.shape, x.dtype
 
     def forward(self, x):
-        return np.invert(x)  # logical not on bools
+        return self.device.xp.invert(x)  # logical not on bools
 
 
 def bitwise_not(input: Tensor) -> Tensor:
@@ -190,8 +196,9 @@ class Fmod(Binary):
     def forward(self, a, b):
         a, b = _operands(self, a, b)
         _int_zero_check(self.name, b)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.fmod(a, b)
+        xp = self.device.xp
+        with xp.errstate(divide="ignore", invalid="ignore"):
+            return xp.fmod(a, b)
 
     def backward(self, g):
         if self._saved:
@@ -212,8 +219,9 @@ class FmodScalar(ScalarOp):
         return shape, dt
 
     def fn(self, x, c):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.fmod(x, np.asarray(c).astype(x.dtype))
+        xp = self.device.xp
+        with xp.errstate(divide="ignore", invalid="ignore"):
+            return xp.fmod(x, xp.asarray(c).astype(x.dtype))
 
     def forward(self, x):
         npd = self.dt.np
@@ -255,9 +263,10 @@ class TruncDivide(Binary):
     def forward(self, a, b):
         a, b = _operands(self, a, b)
         _int_zero_check(self.name, b)
-        q = np.floor_divide(a, b)
+        xp = self.device.xp
+        q = xp.floor_divide(a, b)
         # floor and trunc differ where the remainder is nonzero and the signs differ
-        return q + ((np.remainder(a, b) != 0) & ((a < 0) != (b < 0))).astype(q.dtype)
+        return q + ((xp.remainder(a, b) != 0) & ((a < 0) != (b < 0))).astype(q.dtype)
 
 
 def div(input, other, rounding_mode: str | None = None) -> Tensor:

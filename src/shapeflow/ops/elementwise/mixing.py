@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ... import dtypes as _dt
 from ...dtypes import promote_types
 from ...errors import DTypeError
@@ -33,13 +31,13 @@ class FloatBinary(Binary):
         shape, dt = Binary.infer(self, a, b)
         if not dt.is_floating_point:
             dt = self.compute = _dt.default_float
-            self.cast = True
+            self.cast, self.plain = True, False
         return shape, dt
 
 
 class Hypot(FloatBinary):
     name = "hypot"
-    fn = staticmethod(np.hypot)
+    ufunc = "hypot"
 
     def saved(self, a, b, out):
         return _KEEP_ALL
@@ -52,7 +50,7 @@ class Hypot(FloatBinary):
 
 class Atan2(FloatBinary):
     name = "atan2"
-    fn = staticmethod(np.arctan2)
+    ufunc = "arctan2"
 
     def saved(self, a, b, out):
         return _KEEP_X0_X1
@@ -65,7 +63,7 @@ class Atan2(FloatBinary):
 
 class LogAddExp(FloatBinary):
     name = "logaddexp"
-    fn = staticmethod(np.logaddexp)
+    ufunc = "logaddexp"
     base = 1.0  # gradients are exp((x - out) * log(base)), base e
 
     def saved(self, a, b, out):
@@ -79,7 +77,7 @@ class LogAddExp(FloatBinary):
 
 class LogAddExp2(LogAddExp):
     name = "logaddexp2"
-    fn = staticmethod(np.logaddexp2)
+    ufunc = "logaddexp2"
     base = math.log(2.0)
 
 
@@ -112,7 +110,8 @@ class Lerp(Op):
         s, e = start.astype(npd, copy=False), end.astype(npd, copy=False)
         w = weight.astype(npd, copy=False)
         d = e - s
-        return np.where(np.abs(w) < 0.5, s + w * d, e - d * (1.0 - w)).astype(npd, copy=False)
+        xp = self.device.xp
+        return xp.where(xp.abs(w) < 0.5, s + w * d, e - d * (1.0 - w)).astype(npd, copy=False)
 
     def backward(self, g):
         saved = list(self.saved_tensors)
@@ -153,12 +152,13 @@ class ClampTensor(Op):
 
     def forward(self, x, *bounds):
         npd = self.dt.np
+        xp = self.device.xp
         out = x.astype(npd, copy=False)
         bounds = list(bounds)
         if self.has_lo:
-            out = np.maximum(out, bounds.pop(0).astype(npd, copy=False))
+            out = xp.maximum(out, bounds.pop(0).astype(npd, copy=False))
         if self.has_hi:
-            out = np.minimum(out, bounds.pop(0).astype(npd, copy=False))
+            out = xp.minimum(out, bounds.pop(0).astype(npd, copy=False))
         return out
 
     def backward(self, g):

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ... import dtypes as _dt
 from ...device import meta
 from ...errors import DTypeError
@@ -22,7 +20,7 @@ from .casts import cast
 from .compare import _predicate, ge, gt, isinf, isnan, le, logical_and, logical_or, lt, where
 from .unary import sign
 
-SignBit = _predicate("signbit", np.signbit)
+SignBit = _predicate("signbit")
 
 
 def _tensors(a, b, op: str) -> tuple[Tensor, Tensor]:
@@ -115,8 +113,9 @@ def isin(elements, test_elements, *, assume_unique: bool = False,
     t = _as_operand(test_elements, like)
     if e.device is meta or t.device is meta:
         return Tensor._make(None, tuple(e.shape), _dt.bool_, meta)
-    out = np.isin(e._data, t._data, assume_unique=assume_unique, invert=invert)
-    return Tensor._make(np.asarray(out), tuple(e.shape), _dt.bool_, e.device)
+    xp = e.device.xp
+    out = xp.isin(e._data, t._data, assume_unique=assume_unique, invert=invert)
+    return Tensor._make(xp.asarray(out), tuple(e.shape), _dt.bool_, e.device)
 
 
 METHODS = ("fmax", "fmin", "float_power", "deg2rad", "rad2deg", "sgn", "positive", "isneginf",

@@ -1,21 +1,26 @@
-"""A tensor with a Python number (`x + 2`, `2 ** x`): no broadcasting, scalar promotion."""
+"""A tensor with a Python number (`x + 2`, `2 ** x`): no broadcasting, scalar promotion.
+
+Each op computes with its device's array namespace: `ufunc` names the function, or the op
+overrides `fn(x, c)`. `x + c`, `x * c` and `c - x` use the arrays' own Python operators
+(every array type has them, and they cost less than a lookup of the namespace).
+"""
 
 from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ... import dtypes as _dt
-from ...backend.cpu import kernels
 from ...dtypes import DType, promote_types, result_type
 from ..base import OUT, X0, Op
 
-_BOOL_NP = np.dtype(np.bool_)
+_BOOL_NP = _dt.bool_.np
+_F32_NP, _F64_NP, _BF16_NP = _dt.float32.np, _dt.float64.np, _dt.bfloat16.np
 
 
 class ScalarOp(Op):
     """x (op) c for a Python number c: no broadcasting, PyTorch's scalar promotion."""
+
+    ufunc: str | None = None  # the array-namespace function computing it, by name
 
     def __init__(self, c) -> None:
         self.c = c
@@ -36,11 +41,14 @@ class ScalarOp(Op):
         try:
             out = self.fn(x, self.c)
         except OverflowError:  # uint8 - 2: PyTorch wraps the number into the dtype
-            return self.fn(x, np.asarray(self.c).astype(npd))
+            return self.fn(x, self.device.xp.asarray(self.c).astype(npd))
         if npd is _BOOL_NP and out.dtype != npd:  # bool ** True stays bool in PyTorch
             out = out.astype(npd)
         return out
 
+    def fn(self, x, c):
+        """x (op) c on x of the result dtype: the namespace's function `ufunc`."""
+        return getattr(self.device.xp, self.ufunc)(x, c)
 
     # PyTorch's CPU kernels for 16-bit floats: mul and div take the number in float32,
     # the others round it to the tensor's dtype first; all compute in float32, round once
@@ -48,10 +56,11 @@ class ScalarOp(Op):
 
     def half(self, x, npd):
         """fn on a bfloat16/float16 array, in float32, with PyTorch's scalar handling."""
+        xp, k = self.device.xp, self.device.kernels
         c = self.c if self.opmath_scalar or type(self.c) is bool else \
-            float(np.asarray(self.c, np.float64).astype(npd))
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            return kernels.narrow(np.asarray(self.fn(kernels.widen(x), c)), npd)
+            float(xp.asarray(self.c, xp.float64).astype(npd))
+        with xp.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return k.cast(xp.asarray(self.fn(k.cast(x, _F32_NP), c)), npd)
 
 
 def scalar_result_type(dt: DType, c) -> DType:
@@ -66,19 +75,32 @@ def scalar_result_type(dt: DType, c) -> DType:
     return promote_types(dt, result_type(c))
 
 
-def _quiet(fn):
-    """A NumPy function with division and overflow warnings off (PyTorch gives inf/nan)."""
+class _Quiet(ScalarOp):
+    """Division and overflow give inf/nan quietly, as in PyTorch."""
 
-    def quiet(*args):
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            return fn(*args)
+    def fn(self, x, c):
+        xp = self.device.xp
+        with xp.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return self.quiet(xp, x, c)
 
-    return staticmethod(quiet)
+    def quiet(self, xp, x, c):
+        return getattr(xp, self.ufunc)(x, c)
+
+
+def _number_first(self, xp, x, c):
+    """c (op) x: the `quiet` of the reversed ops (rdiv, rpow, ...)."""
+    return getattr(xp, self.ufunc)(c, x)
 
 
 class AddScalar(ScalarOp):
     name = "add"
-    fn = staticmethod(np.add)
+    ufunc = "add"
+
+    def forward(self, x):
+        npd = self.dt.np
+        if x.dtype is npd and (npd is _F32_NP or npd is _F64_NP):
+            return x + self.c  # the array's own operator: nothing to cast or round
+        return ScalarOp.forward(self, x)
 
     def backward(self, g):
         return (g,)
@@ -86,7 +108,10 @@ class AddScalar(ScalarOp):
 
 class RSubScalar(ScalarOp):
     name = "rsub"
-    fn = staticmethod(lambda x, c: np.subtract(c, x))
+    ufunc = "subtract"
+
+    def fn(self, x, c):
+        return c - x
 
     def infer(self, x):
         if x.dtype is _dt.bool_ or type(self.c) is bool:
@@ -101,21 +126,27 @@ class RSubScalar(ScalarOp):
 
 class MulScalar(ScalarOp):
     name = "mul"
-    fn = staticmethod(np.multiply)
+    ufunc = "multiply"
     opmath_scalar = True
+
+    def forward(self, x):
+        npd = self.dt.np
+        if x.dtype is npd and (npd is _F32_NP or npd is _F64_NP):
+            return x * self.c
+        return ScalarOp.forward(self, x)
 
     def backward(self, g):
         return (g * self.c,)
 
 
-class _FloatScalar(ScalarOp):
+class _FloatScalar(_Quiet):
     def out_dtype(self, dt):
         return dt if dt.is_floating_point else _dt.default_float
 
 
 class DivScalar(_FloatScalar):
     name = "div"
-    fn = _quiet(np.true_divide)
+    ufunc = "true_divide"
     opmath_scalar = True
 
     def backward(self, g):
@@ -124,13 +155,15 @@ class DivScalar(_FloatScalar):
 
 class RDivScalar(_FloatScalar):
     name = "rdiv"
-    fn = _quiet(lambda x, c: np.true_divide(c, x))
+    ufunc = "true_divide"
+    quiet = _number_first
 
     def half(self, x, npd):
         # PyTorch's c / x is x.reciprocal() * c: two roundings for 16-bit floats
-        with np.errstate(divide="ignore"):
-            r = kernels.narrow(np.asarray(np.reciprocal(kernels.widen(x))), npd)
-        return kernels.narrow(np.asarray(kernels.widen(r) * np.float32(self.c)), npd)
+        xp, k = self.device.xp, self.device.kernels
+        with xp.errstate(divide="ignore"):
+            r = k.cast(xp.asarray(xp.reciprocal(k.cast(x, _F32_NP))), npd)
+        return k.cast(xp.asarray(k.cast(r, _F32_NP) * xp.float32(self.c)), npd)
 
     def saved(self, x, out):
         return (X0,)
@@ -140,9 +173,9 @@ class RDivScalar(_FloatScalar):
         return (g * (-self.c) / (x * x),)
 
 
-class PowScalar(ScalarOp):
+class PowScalar(_Quiet):
     name = "pow"
-    fn = _quiet(np.power)
+    ufunc = "power"
 
     def infer(self, x):
         shape, dt = ScalarOp.infer(self, x)
@@ -154,12 +187,13 @@ class PowScalar(ScalarOp):
         return shape, dt
 
     def half(self, x, npd):
-        if npd == kernels.BF16 and (self.c == 3 or self.c == -2):  # as PyTorch: x*x*x, 1/(x*x)
-            w = kernels.widen
-            sq = w(kernels.narrow(w(x) * w(x), npd))
-            with np.errstate(divide="ignore", over="ignore"):
-                out = sq * w(x) if self.c == 3 else np.float32(1) / sq
-            return kernels.narrow(out, npd)
+        if npd == _BF16_NP and (self.c == 3 or self.c == -2):  # as PyTorch: x*x*x, 1/(x*x)
+            xp, k = self.device.xp, self.device.kernels
+            x32 = k.cast(x, _F32_NP)
+            sq = k.cast(k.cast(x32 * x32, npd), _F32_NP)
+            with xp.errstate(divide="ignore", over="ignore"):
+                out = sq * x32 if self.c == 3 else xp.float32(1) / sq
+            return k.cast(out, npd)
         return ScalarOp.half(self, x, npd)
 
     def saved(self, x, out):
@@ -177,7 +211,8 @@ class PowScalar(ScalarOp):
 
 class RPowScalar(_FloatScalar):
     name = "rpow"
-    fn = _quiet(lambda x, c: np.power(c, x))
+    ufunc = "power"
+    quiet = _number_first
 
     def out_dtype(self, dt):
         return dt
@@ -200,7 +235,7 @@ class RPowScalar(_FloatScalar):
         return (grad,)
 
 
-class _IntDivScalar(ScalarOp):
+class _IntDivScalar(_Quiet):
     """// and % with a number: integer division by zero raises, as in PyTorch."""
 
     def infer(self, x):
@@ -230,20 +265,21 @@ class FloorDivScalar(_IntDivScalar):
     name = "floor_divide"
     differentiable = False
     reverse = False
-    fn = _quiet(np.floor_divide)
+    ufunc = "floor_divide"
 
 
 class RFloorDivScalar(_IntDivScalar):
     name = "floor_divide"
     differentiable = False
     reverse = True
-    fn = _quiet(lambda x, c: np.floor_divide(c, x))
+    ufunc = "floor_divide"
+    quiet = _number_first
 
 
 class RemainderScalar(_IntDivScalar):
     name = "remainder"
     reverse = False
-    fn = _quiet(np.remainder)
+    ufunc = "remainder"
 
     def backward(self, g):
         return (g,)
@@ -253,5 +289,6 @@ class RRemainderScalar(_IntDivScalar):
     name = "remainder"
     differentiable = False
     reverse = True
-    fn = _quiet(lambda x, c: np.remainder(c, x))
+    ufunc = "remainder"
+    quiet = _number_first
 

@@ -1,25 +1,14 @@
-"""SiLU's forward kernel and its one-op backward: the compiled pass, or NumPy's.
+"""SiLU's one-op backward: the kernel table's silu_backward (a compiled pass on cpu).
 
-Forward is x * sigmoid(x); backward g * s * (1 + x * (1 - s)) with s = sigmoid(x), both
-PyTorch's formulas. The compiled kernels (backend/cpu/norm_act_kernels.c) take float32 in one
-pass each; the NumPy fallback computes what the composite ops compute, bit for bit.
+Forward is x * sigmoid(x) (the table's `silu`); backward g * s * (1 + x * (1 - s)) with
+s = sigmoid(x), both PyTorch's formulas. The compiled kernels (backend/cpu/norm_act_kernels.c)
+take float32 in one pass each; the portable kernels compute what the composite ops compute,
+bit for bit.
 """
 
 from __future__ import annotations
 
-import numpy as np
-
-from ...backend.cpu import norm_act_kernels
 from ..base import Op
-
-
-def silu_forward(x: np.ndarray, sigmoid) -> np.ndarray:
-    """x * sigmoid(x): one compiled pass for float32, else NumPy with `sigmoid`."""
-    fused = norm_act_kernels.silu(x) if x.dtype == np.float32 else None
-    if fused is not None:
-        return fused
-    with np.errstate(invalid="ignore"):  # -inf * 0: NaN, as PyTorch's, without a warning
-        return x * sigmoid(x)
 
 
 class SiluBackward(Op):
@@ -35,16 +24,4 @@ class SiluBackward(Op):
         return x.shape, x.dtype
 
     def forward(self, g, x):
-        fused = norm_act_kernels.silu_backward(g, x)
-        if fused is not None:
-            return fused
-        from .activations import _sigmoid  # (activations imports this module)
-
-        s = _sigmoid(x)
-        out = np.multiply(g, s)
-        np.subtract(1.0, s, out=s)  # the composite's order: g * s * (1 + x * (1 - s))
-        with np.errstate(invalid="ignore"):  # x = +-inf: NaN, as PyTorch's
-            s *= x
-            s += 1.0
-            out *= s
-        return out
+        return self.device.kernels.silu_backward(g, x)

@@ -1,14 +1,13 @@
 """Special functions: erf, erfc, erfinv, lgamma, digamma, logit, xlogy, sinc, nan_to_num.
 
-The kernels compute in float64 (`special_kernels.py`) and round once to the output dtype.
+The kernels compute in float64 (`special_kernels.py`) on the op's device's array namespace and
+round once to the output dtype.
 """
 
 from __future__ import annotations
 
 import math
-
-import ml_dtypes
-import numpy as np
+import sys
 
 from ... import dtypes as _dt
 from ...tensor import Tensor
@@ -21,10 +20,14 @@ from .compare import isfinite, where
 from .unary import Unary, cos, exp, sin
 
 _SQRT_PI = math.sqrt(math.pi)
+# each float dtype's largest finite value (nan_to_num's default for +-inf)
+_LARGEST = {"float64": sys.float_info.max, "float32": float.fromhex("0x1.fffffep127"),
+            "float16": 65504.0, "bfloat16": float.fromhex("0x1.fep127")}
 
 
 class Special(Unary):
-    """A float unary op whose kernel `fn` takes and returns float64."""
+    """A float unary op whose kernel `fn(x, xp)` takes and returns float64 arrays of the
+    namespace xp."""
 
     def infer(self, x):
         dt = _float_dtype(x)
@@ -35,7 +38,8 @@ class Special(Unary):
         return (X0,)
 
     def forward(self, x):
-        return self.fn(x.astype(np.float64)).astype(self.out_np, copy=False)
+        xp = self.device.xp
+        return self.fn(x.astype(xp.float64), xp).astype(self.out_np, copy=False)
 
 
 class Erf(Special):
@@ -98,9 +102,9 @@ class Sinc(Special):
     name = "sinc"
 
     @staticmethod
-    def fn(x):
-        with np.errstate(invalid="ignore"):
-            return np.sinc(x)  # sin(pi x) / (pi x), 1 at 0
+    def fn(x, xp):
+        with xp.errstate(invalid="ignore"):
+            return xp.sinc(x)  # sin(pi x) / (pi x), 1 at 0
 
     def backward(self, g):
         (x,) = self.saved_tensors
@@ -119,11 +123,11 @@ class Logit(Special):
     def __init__(self, eps: float | None) -> None:
         self.eps = eps
 
-    def fn(self, x):
+    def fn(self, x, xp):
         if self.eps is not None:
-            x = np.clip(x, self.eps, 1.0 - self.eps)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.log(x / (1.0 - x))
+            x = xp.clip(x, self.eps, 1.0 - self.eps)
+        with xp.errstate(divide="ignore", invalid="ignore"):
+            return xp.log(x / (1.0 - x))
 
     def backward(self, g):
         (x,) = self.saved_tensors
@@ -149,12 +153,13 @@ class NanToNum(Op):
         return (X0,)
 
     def forward(self, x):
-        if x.dtype.kind not in "f" and x.dtype.name != "bfloat16":
+        big = _LARGEST.get(x.dtype.name)
+        if big is None:  # integers and bools: nothing to replace
             return x.copy()
-        big = float(ml_dtypes.finfo(x.dtype).max)
-        out = np.where(np.isnan(x), 0.0 if self.nan is None else self.nan, x)
-        out = np.where(x == np.inf, big if self.posinf is None else self.posinf, out)
-        out = np.where(x == -np.inf, -big if self.neginf is None else self.neginf, out)
+        xp = self.device.xp
+        out = xp.where(xp.isnan(x), 0.0 if self.nan is None else self.nan, x)
+        out = xp.where(x == xp.inf, big if self.posinf is None else self.posinf, out)
+        out = xp.where(x == -xp.inf, -big if self.neginf is None else self.neginf, out)
         return out.astype(x.dtype, copy=False)
 
     def backward(self, g):
@@ -177,11 +182,11 @@ class Xlogy(Binary):
     def saved(self, a, b, out):
         return (X0, X1)
 
-    @staticmethod
-    def fn(a, b):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            out = a * np.log(b)
-        return np.where((a == 0) & ~np.isnan(b), 0.0, out).astype(out.dtype, copy=False)
+    def fn(self, a, b):
+        xp = self.device.xp
+        with xp.errstate(divide="ignore", invalid="ignore"):
+            out = a * xp.log(b)
+        return xp.where((a == 0) & ~xp.isnan(b), 0.0, out).astype(out.dtype, copy=False)
 
     def backward(self, g):
         a, b = self.saved_tensors

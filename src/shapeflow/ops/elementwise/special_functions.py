@@ -1,17 +1,16 @@
 """torch.special's functions that shapeflow lacked: ndtr, ndtri, log_ndtr, erfcx, entr,
 xlog1py, Bessel i0/i1 (and scaled), k0/k1, zeta, polygamma, gammainc, orthogonal polynomials.
 
-Kernels compute in float64 with NumPy (Cephes' Chebyshev expansions for the Bessel functions,
-Euler-Maclaurin for zeta, series and continued fraction for the incomplete gamma) and round
-once to the output dtype. Gradients follow PyTorch's derivatives.yaml; where PyTorch has none
-the op is not differentiable, and where it raises, backward raises a GraphError.
+Kernels compute in float64 on the array namespace `xp` they are given, their op's device's
+(Cephes' Chebyshev expansions for the Bessel functions, Euler-Maclaurin for zeta, series and
+continued fraction for the incomplete gamma) and round once to the output dtype. Gradients
+follow PyTorch's derivatives.yaml; where PyTorch has none the op is not differentiable, and
+where it raises, backward raises a GraphError.
 """
 
 from __future__ import annotations
 
 import math
-
-import numpy as np
 
 from ...errors import GraphError
 from ...tensor import Tensor
@@ -39,10 +38,10 @@ def _no_grad_for(op: str, what: str) -> GradNotImplementedError:
 
 # ---------------------------------------------------------------- float64 kernels
 
-def _chbevl(x: np.ndarray, coefs) -> np.ndarray:
+def _chbevl(x, coefs, xp):
     """Cephes' chbevl: the Chebyshev series sum at x (coefficients highest order first)."""
-    b0 = np.full_like(x, coefs[0])
-    b1 = np.zeros_like(x)
+    b0 = xp.full_like(x, coefs[0])
+    b1 = xp.zeros_like(x)
     b2 = b1
     for c in coefs[1:]:
         b2, b1 = b1, b0
@@ -118,149 +117,149 @@ _K1B = (-5.75674448366501715755e-18, 1.79405087314755922667e-17, -5.689462558442
         2.72062619048444266945e+00)
 
 
-def _scaled_i(x: np.ndarray, a_coefs, b_coefs, odd: bool) -> np.ndarray:
+def _scaled_i(x, a_coefs, b_coefs, odd: bool, xp):
     """exp(-|x|) I(x) from the two Chebyshev expansions (I1's small branch carries a factor x)."""
-    a = np.abs(x)
+    a = xp.abs(x)
     small = a <= 8.0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lo = _chbevl(np.minimum(a, 8.0) / 2.0 - 2.0, a_coefs)
+    with xp.errstate(divide="ignore", invalid="ignore"):
+        lo = _chbevl(xp.minimum(a, 8.0) / 2.0 - 2.0, a_coefs, xp)
         if odd:
             lo = lo * a
-        hi = _chbevl(32.0 / np.maximum(a, 8.0) - 2.0, b_coefs) / np.sqrt(a)
-    out = np.where(small, lo, hi)
-    return np.copysign(out, x) if odd else out
+        hi = _chbevl(32.0 / xp.maximum(a, 8.0) - 2.0, b_coefs, xp) / xp.sqrt(a)
+    out = xp.where(small, lo, hi)
+    return xp.copysign(out, x) if odd else out
 
 
-def i0e(x: np.ndarray) -> np.ndarray:
+def i0e(x, xp):
     """exp(-|x|) I0(x)."""
-    return _scaled_i(x, _I0A, _I0B, False)
+    return _scaled_i(x, _I0A, _I0B, False, xp)
 
 
-def i1e(x: np.ndarray) -> np.ndarray:
+def i1e(x, xp):
     """exp(-|x|) I1(x)."""
-    return _scaled_i(x, _I1A, _I1B, True)
+    return _scaled_i(x, _I1A, _I1B, True, xp)
 
 
-def i0(x: np.ndarray) -> np.ndarray:
+def i0(x, xp):
     """The modified Bessel function I0."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        return np.exp(np.abs(x)) * i0e(x)  # inf * 0 at +-inf: NaN, as PyTorch gives
+    with xp.errstate(over="ignore", invalid="ignore"):
+        return xp.exp(xp.abs(x)) * i0e(x, xp)  # inf * 0 at +-inf: NaN, as PyTorch gives
 
 
-def i1(x: np.ndarray) -> np.ndarray:
+def i1(x, xp):
     """The modified Bessel function I1."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        return np.exp(np.abs(x)) * i1e(x)
+    with xp.errstate(over="ignore", invalid="ignore"):
+        return xp.exp(xp.abs(x)) * i1e(x, xp)
 
 
-def _k(x: np.ndarray, a_coefs, b_coefs, order: int, scaled: bool) -> np.ndarray:
+def _k(x, a_coefs, b_coefs, order: int, scaled: bool, xp):
     """K0/K1 (scaled: times exp(x)); +inf at 0, NaN below."""
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
-        s = np.minimum(x, 2.0)
-        lo = _chbevl(s * s - 2.0, a_coefs)
+    with xp.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+        s = xp.minimum(x, 2.0)
+        lo = _chbevl(s * s - 2.0, a_coefs, xp)
         if order == 0:
-            lo = lo - np.log(0.5 * s) * i0(s)
+            lo = lo - xp.log(0.5 * s) * i0(s, xp)
         else:
-            lo = np.log(0.5 * s) * i1(s) + lo / s
+            lo = xp.log(0.5 * s) * i1(s, xp) + lo / s
         if scaled:
-            lo = lo * np.exp(s)
-        big = np.maximum(x, 2.0)
-        hi = _chbevl(8.0 / big - 2.0, b_coefs) / np.sqrt(big)
+            lo = lo * xp.exp(s)
+        big = xp.maximum(x, 2.0)
+        hi = _chbevl(8.0 / big - 2.0, b_coefs, xp) / xp.sqrt(big)
         if not scaled:
-            hi = np.exp(-big) * hi
-        out = np.where(x <= 2.0, lo, hi)
-    out = np.where(x == 0.0, np.inf, out)
-    return np.where(x < 0.0, np.nan, out)
+            hi = xp.exp(-big) * hi
+        out = xp.where(x <= 2.0, lo, hi)
+    out = xp.where(x == 0.0, xp.inf, out)
+    return xp.where(x < 0.0, xp.nan, out)
 
 
-def ndtr(x: np.ndarray) -> np.ndarray:
+def ndtr(x, xp):
     """The standard normal CDF."""
-    return 0.5 * K.erfc(x * -_SQRT1_2)
+    return 0.5 * K.erfc(x * -_SQRT1_2, xp)
 
 
-def erfcx(x: np.ndarray) -> np.ndarray:
+def erfcx(x, xp):
     """exp(x^2) erfc(x), without the overflow and underflow of that product."""
-    a = np.abs(x)
-    out = np.empty_like(a)
-    with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
+    a = xp.abs(x)
+    out = xp.empty_like(a)
+    with xp.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
         # fdlibm's tail is erfc = exp(-x^2 - 0.5625 + R/S) / x: drop the exp(-x^2)
         tail = (a >= 1.25) & (a < 28.0)
         near = a < 1.0 / 0.35
         z = 1.0 / (a * a)
-        rs = np.where(near, K._poly(z, K._RA) / K._poly(z, K._SA),
-                      K._poly(z, K._RB) / K._poly(z, K._SB))
-        out = np.where(tail, np.exp(rs - 0.5625) / a, out)
+        rs = xp.where(near, K._poly(z, K._RA, xp) / K._poly(z, K._SA, xp),
+                      K._poly(z, K._RB, xp) / K._poly(z, K._SB, xp))
+        out = xp.where(tail, xp.exp(rs - 0.5625) / a, out)
         # past 28, the asymptotic series (terms fall below 1e-17 by the seventh)
-        series = np.ones_like(a)
-        term = np.ones_like(a)
+        series = xp.ones_like(a)
+        term = xp.ones_like(a)
         for n in range(1, 8):
             term = term * -(2 * n - 1) * z / 2.0
             series = series + term
-        out = np.where(a >= 28.0, series / (a * math.sqrt(math.pi)), out)
+        out = xp.where(a >= 28.0, series / (a * math.sqrt(math.pi)), out)
         low = a < 1.25
-        out = np.where(low, _exp_sq(a) * K._erf_erfc(a)[1], out)
+        out = xp.where(low, _exp_sq(a, xp) * K._erf_erfc(a, xp)[1], out)
         # erfcx(-a) = 2 exp(a^2) - erfcx(a)
-        out = np.where(x < 0, 2.0 * _exp_sq(a) - out, out)
-    out = np.where(x == np.inf, 0.0, out)
-    return np.where(np.isnan(x), np.nan, out)
+        out = xp.where(x < 0, 2.0 * _exp_sq(a, xp) - out, out)
+    out = xp.where(x == xp.inf, 0.0, out)
+    return xp.where(xp.isnan(x), xp.nan, out)
 
 
-def _exp_sq(a: np.ndarray) -> np.ndarray:
+def _exp_sq(a, xp):
     """exp(a^2) without the rounding of a^2 (a split into its top 26 bits and the rest)."""
-    h = (np.where(np.isfinite(a), a, 0.0).view(np.uint64) &
-         np.uint64(0xFFFFFFFFF8000000)).view(np.float64)
-    with np.errstate(over="ignore", invalid="ignore"):
-        out = np.exp(h * h) * np.exp((a - h) * (a + h))
-    return np.where(np.isfinite(a), out, np.inf)
+    h = (xp.where(xp.isfinite(a), a, 0.0).view(xp.uint64) &
+         xp.uint64(0xFFFFFFFFF8000000)).view(xp.float64)
+    with xp.errstate(over="ignore", invalid="ignore"):
+        out = xp.exp(h * h) * xp.exp((a - h) * (a + h))
+    return xp.where(xp.isfinite(a), out, xp.inf)
 
 
-def log_ndtr(x: np.ndarray) -> np.ndarray:
+def log_ndtr(x, xp):
     """log of the standard normal CDF, accurate far into the lower tail."""
     t = x * _SQRT1_2
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lower = np.log(erfcx(-t) / 2.0) - t * t
-        upper = np.log1p(-K.erfc(t) / 2.0)
-    return np.where(x < -1.0, lower, upper)
+    with xp.errstate(divide="ignore", invalid="ignore"):
+        lower = xp.log(erfcx(-t, xp) / 2.0) - t * t
+        upper = xp.log1p(-K.erfc(t, xp) / 2.0)
+    return xp.where(x < -1.0, lower, upper)
 
 
-def ndtri(p: np.ndarray) -> np.ndarray:
+def ndtri(p, xp):
     """The standard normal quantile: sqrt(2) erfinv(2p - 1) centrally (2p - 1 is exact there);
     in the tails Newton steps on log_ndtr from Abramowitz-Stegun 26.2.23."""
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        central = math.sqrt(2.0) * K.erfinv(2.0 * p - 1.0)
-        q = np.where(p > 0.5, 1.0 - p, p)  # exact for p >= 0.5
-        q = np.clip(np.where(np.isnan(q), 0.1, q), 1e-320, 0.25)
-        t = np.sqrt(-2.0 * np.log(q))
+    with xp.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        central = math.sqrt(2.0) * K.erfinv(2.0 * p - 1.0, xp)
+        q = xp.where(p > 0.5, 1.0 - p, p)  # exact for p >= 0.5
+        q = xp.clip(xp.where(xp.isnan(q), 0.1, q), 1e-320, 0.25)
+        t = xp.sqrt(-2.0 * xp.log(q))
         x = -(t - (2.515517 + t * (0.802853 + t * 0.010328)) /
               (1.0 + t * (1.432788 + t * (0.189269 + t * 0.001308))))
-        logq = np.log(q)
+        logq = xp.log(q)
         for _ in range(4):
-            ln = log_ndtr(x)
+            ln = log_ndtr(x, xp)
             # d/dx log_ndtr = pdf / cdf = exp(-x^2/2 - ln) / sqrt(2 pi)
-            x = x - (ln - logq) * _SQRT_2PI * np.exp(x * x / 2.0 + ln)
-        tail = np.where(p > 0.5, -x, x)
-    out = np.where((p < 0.25) | (p > 0.75), tail, central)
-    out = np.where(p == 0.0, -np.inf, np.where(p == 1.0, np.inf, out))
-    return np.where((p < 0.0) | (p > 1.0) | np.isnan(p), np.nan, out)
+            x = x - (ln - logq) * _SQRT_2PI * xp.exp(x * x / 2.0 + ln)
+        tail = xp.where(p > 0.5, -x, x)
+    out = xp.where((p < 0.25) | (p > 0.75), tail, central)
+    out = xp.where(p == 0.0, -xp.inf, xp.where(p == 1.0, xp.inf, out))
+    return xp.where((p < 0.0) | (p > 1.0) | xp.isnan(p), xp.nan, out)
 
 
-def entr(x: np.ndarray) -> np.ndarray:
+def entr(x, xp):
     """-x log x (0 at 0, -inf below)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = -x * np.log(np.where(x > 0, x, 1.0))
-    out = np.where(x < 0, -np.inf, out)
-    return np.where(np.isnan(x), np.nan, out)
+    with xp.errstate(divide="ignore", invalid="ignore"):
+        out = -x * xp.log(xp.where(x > 0, x, 1.0))
+    out = xp.where(x < 0, -xp.inf, out)
+    return xp.where(xp.isnan(x), xp.nan, out)
 
 
-def spherical_bessel_j0(x: np.ndarray) -> np.ndarray:
+def spherical_bessel_j0(x, xp):
     """sin(x) / x (its Taylor series below 0.5; 0 at +-inf)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        big = np.sin(x) / x
+    with xp.errstate(divide="ignore", invalid="ignore"):
+        big = xp.sin(x) / x
         z = x * x
         series = 1.0 + z * (-1 / 6 + z * (1 / 120 + z * (-1 / 5040 + z * (
             1 / 362880 + z * (-1 / 39916800 + z / 6227020800)))))
-    out = np.where(np.abs(x) < 0.5, series, big)
-    return np.where(np.isinf(x), 0.0, out)
+    out = xp.where(xp.abs(x) < 0.5, series, big)
+    return xp.where(xp.isinf(x), 0.0, out)
 
 
 # Cephes zeta.c: (2k)! / B_2k, the Euler-Maclaurin tail's coefficients
@@ -269,81 +268,82 @@ _ZETA_A = (12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606
            -4.5979787224074726105e15, 1.8152105401943546773e17, -7.1661652561756670113e18)
 
 
-def zeta(x: np.ndarray, q: np.ndarray) -> np.ndarray:
+def zeta(x, q, xp):
     """Hurwitz zeta, sum over k >= 0 of (k + q)^-x, as Cephes computes it."""
-    x, q = np.broadcast_arrays(x, q)
-    x, q = x.astype(np.float64), q.astype(np.float64)
-    with np.errstate(all="ignore"):
-        s = np.power(q, -x)
+    x, q = xp.broadcast_arrays(x, q)
+    x, q = x.astype(xp.float64), q.astype(xp.float64)
+    with xp.errstate(all="ignore"):
+        s = xp.power(q, -x)
         a = q.copy()
-        b = np.zeros_like(q)
-        done = ~np.isfinite(s) | np.isnan(x) | ~np.isfinite(q)
+        b = xp.zeros_like(q)
+        done = ~xp.isfinite(s) | xp.isnan(x) | ~xp.isfinite(q)
         i = 0
         while True:
             go = ~done & ((i < 9) | (a <= 9.0))
             if not go.any():
                 break
             i += 1
-            a = np.where(go, a + 1.0, a)
-            b = np.where(go, np.power(a, -x), b)
-            s = np.where(go, s + b, s)
-            done |= go & (np.abs(b) < _MACHEP * np.abs(s))
+            a = xp.where(go, a + 1.0, a)
+            b = xp.where(go, xp.power(a, -x), b)
+            s = xp.where(go, s + b, s)
+            done |= go & (xp.abs(b) < _MACHEP * xp.abs(s))
         w = a
-        s = np.where(done, s, s + b * w / (x - 1.0) - 0.5 * b)
-        fac = np.ones_like(q)
+        s = xp.where(done, s, s + b * w / (x - 1.0) - 0.5 * b)
+        fac = xp.ones_like(q)
         k = 0.0
         for coef in _ZETA_A:
             fac = fac * (x + k)
             b = b / w
             t = fac * b / coef
-            s = np.where(done, s, s + t)
-            done |= np.abs(t / s) < _MACHEP
+            s = xp.where(done, s, s + t)
+            done |= xp.abs(t / s) < _MACHEP
             k += 1.0
             fac = fac * (x + k)
             b = b / w
             k += 1.0
-    out = np.where(q <= 0, np.where(q == np.floor(q), np.inf,
-                                    np.where(x != np.floor(x), np.nan, s)), s)
-    out = np.where(x < 1.0, np.nan, out)
-    return np.where(x == 1.0, np.inf, out)
+    out = xp.where(q <= 0, xp.where(q == xp.floor(q), xp.inf,
+                                    xp.where(x != xp.floor(x), xp.nan, s)), s)
+    out = xp.where(x < 1.0, xp.nan, out)
+    return xp.where(x == 1.0, xp.inf, out)
 
 
-def polygamma(n: int, x: np.ndarray) -> np.ndarray:
+def polygamma(n: int, x, xp):
     """The n-th derivative of digamma."""
     if n == 0:
-        return K.digamma(x)
+        return K.digamma(x, xp)
     if n == 1:
-        return K.trigamma(x)
-    return (1.0 if n % 2 else -1.0) * float(math.factorial(n)) * zeta(np.float64(n + 1), x)
+        return K.trigamma(x, xp)
+    return (1.0 if n % 2 else -1.0) * float(math.factorial(n)) * zeta(
+        xp.asarray(n + 1.0), x, xp)
 
 
-def _lgamma(a: np.ndarray) -> np.ndarray:
-    return K.lgamma(np.asarray(a, np.float64))
+def _lgamma(a, xp):
+    return K.lgamma(xp.asarray(a, xp.float64), xp)
 
 
-def _igam_series(a, x):
+def _igam_series(a, x, xp):
     """P(a, x) by its power series (Cephes igam), good where x < a + 1."""
-    with np.errstate(all="ignore"):
-        ax = np.exp(a * np.log(x) - x - _lgamma(a))
-        r, c, ans = a.copy(), np.ones_like(a), np.ones_like(a)
+    with xp.errstate(all="ignore"):
+        ax = xp.exp(a * xp.log(x) - x - _lgamma(a, xp))
+        r, c, ans = a.copy(), xp.ones_like(a), xp.ones_like(a)
         for _ in range(2000):
             r = r + 1.0
             c = c * x / r
             ans = ans + c
-            if not (np.abs(c) > _MACHEP * ans).any():
+            if not (xp.abs(c) > _MACHEP * ans).any():
                 break
         return ans * ax / a
 
 
-def _igamc_fraction(a, x):
+def _igamc_fraction(a, x, xp):
     """Q(a, x) by its continued fraction (Cephes igamc), good where x > a + 1."""
     big, biginv = 4.503599627370496e15, 2.22044604925031308085e-16
-    with np.errstate(all="ignore"):
-        ax = np.exp(a * np.log(x) - x - _lgamma(a))
+    with xp.errstate(all="ignore"):
+        ax = xp.exp(a * xp.log(x) - x - _lgamma(a, xp))
         y = 1.0 - a
         z = x + y + 1.0
-        c = np.zeros_like(a)
-        pkm2, qkm2, pkm1, qkm1 = np.ones_like(a), x.copy(), x + 1.0, z * x
+        c = xp.zeros_like(a)
+        pkm2, qkm2, pkm1, qkm1 = xp.ones_like(a), x.copy(), x + 1.0, z * x
         ans = pkm1 / qkm1
         for _ in range(2000):
             c = c + 1.0
@@ -352,123 +352,123 @@ def _igamc_fraction(a, x):
             yc = y * c
             pk = pkm1 * z - pkm2 * yc
             qk = qkm1 * z - qkm2 * yc
-            r = np.where(qk != 0, pk / np.where(qk != 0, qk, 1.0), ans)
-            t = np.where(qk != 0, np.abs((ans - r) / r), 1.0)
+            r = xp.where(qk != 0, pk / xp.where(qk != 0, qk, 1.0), ans)
+            t = xp.where(qk != 0, xp.abs((ans - r) / r), 1.0)
             ans = r
             pkm2, pkm1, qkm2, qkm1 = pkm1, pk, qkm1, qk
-            scale = np.where(np.abs(pk) > big, biginv, 1.0)
+            scale = xp.where(xp.abs(pk) > big, biginv, 1.0)
             pkm2, pkm1, qkm2, qkm1 = pkm2 * scale, pkm1 * scale, qkm2 * scale, qkm1 * scale
             if not (t > _MACHEP).any():
                 break
         return ans * ax
 
 
-def gammainc(a: np.ndarray, x: np.ndarray, upper: bool = False) -> np.ndarray:
+def gammainc(a, x, upper: bool, xp):
     """The regularized incomplete gamma P(a, x) (upper: Q = 1 - P), with PyTorch's edges."""
-    a, x = np.broadcast_arrays(np.asarray(a, np.float64), np.asarray(x, np.float64))
-    ok = (a > 0) & (x > 0) & np.isfinite(a) & np.isfinite(x)
-    sa, sx = np.where(ok, a, 1.0), np.where(ok, x, 1.0)
+    a, x = xp.broadcast_arrays(xp.asarray(a, xp.float64), xp.asarray(x, xp.float64))
+    ok = (a > 0) & (x > 0) & xp.isfinite(a) & xp.isfinite(x)
+    sa, sx = xp.where(ok, a, 1.0), xp.where(ok, x, 1.0)
     frac = (sx > 1.0) & (sx > sa)
-    p = np.where(frac, 1.0 - _igamc_fraction(sa, np.where(frac, sx, sa + 2.0)),
-                 _igam_series(sa, np.where(frac, 1.0, sx)))
-    q = np.where(frac, _igamc_fraction(sa, np.where(frac, sx, sa + 2.0)),
-                 1.0 - _igam_series(sa, np.where(frac, 1.0, sx)))
+    p = xp.where(frac, 1.0 - _igamc_fraction(sa, xp.where(frac, sx, sa + 2.0), xp),
+                 _igam_series(sa, xp.where(frac, 1.0, sx), xp))
+    q = xp.where(frac, _igamc_fraction(sa, xp.where(frac, sx, sa + 2.0), xp),
+                 1.0 - _igam_series(sa, xp.where(frac, 1.0, sx), xp))
     out = q if upper else p
     lo, hi = (1.0, 0.0) if upper else (0.0, 1.0)  # the values at x = 0 and x = inf
     # PyTorch's (SciPy's) order of the edge cases, which decides the NaN ones
-    edge = np.select([(x < 0) | (a < 0), a == 0, x == 0, np.isinf(a), np.isinf(x)],
-                     [np.nan, np.where(x > 0, hi, np.nan), lo,
-                      np.where(np.isinf(x), np.nan, lo), hi], np.nan)
-    return np.where(ok, out, edge)
+    edge = xp.select([(x < 0) | (a < 0), a == 0, x == 0, xp.isinf(a), xp.isinf(x)],
+                     [xp.nan, xp.where(x > 0, hi, xp.nan), lo,
+                      xp.where(xp.isinf(x), xp.nan, lo), hi], xp.nan)
+    return xp.where(ok, out, edge)
 
 
-def _poly_n(n: np.ndarray) -> np.ndarray:
+def _poly_n(n, xp):
     """The degree as PyTorch reads it: truncated to an integer (NaN or inf: -1)."""
-    n = np.asarray(n, np.float64)
-    return np.where(np.isfinite(n), np.trunc(np.where(np.isfinite(n), n, -1.0)), -1.0)
+    n = xp.asarray(n, xp.float64)
+    return xp.where(xp.isfinite(n), xp.trunc(xp.where(xp.isfinite(n), n, -1.0)), -1.0)
 
 
-def _recur(x, n, p, q, step, start: int):
+def _recur(x, n, p, q, step, start: int, xp):
     """p_n by a three-term recurrence from p_(start-1) = p, p_start = q, elementwise in n."""
     top = int(n.max()) if n.size else 0
     for k in range(start, top):
-        live = (k < n) & ~np.isnan(q)
+        live = (k < n) & ~xp.isnan(q)
         r = step(k, p, q)
-        p, q = np.where(live, q, p), np.where(live, r, q)
+        p, q = xp.where(live, q, p), xp.where(live, r, q)
     return q
 
 
-def chebyshev(kind: str, x: np.ndarray, n: np.ndarray) -> np.ndarray:
+def chebyshev(kind: str, x, n, xp):
     """Chebyshev polynomials T, U, V, W of degree n at x."""
-    x, n = np.broadcast_arrays(np.asarray(x, np.float64), _poly_n(n))
+    x, n = xp.broadcast_arrays(xp.asarray(x, xp.float64), _poly_n(n, xp))
     first = {"t": x, "u": x + x, "v": x + x - 1.0, "w": x + x + 1.0}[kind]
-    with np.errstate(all="ignore"):
-        out = _recur(x, n, np.ones_like(x), first, lambda k, p, q: (x + x) * q - p, 1)
-        out = np.where(n == 0, 1.0, out)
-        theta = np.arccos(np.clip(x, -1.0, 1.0))
-        inside = np.abs(x) < 1.0
+    with xp.errstate(all="ignore"):
+        out = _recur(x, n, xp.ones_like(x), first, lambda k, p, q: (x + x) * q - p, 1, xp)
+        out = xp.where(n == 0, 1.0, out)
+        theta = xp.arccos(xp.clip(x, -1.0, 1.0))
+        inside = xp.abs(x) < 1.0
         if kind == "t":
-            trig = np.cos(n * theta)
+            trig = xp.cos(n * theta)
             use = inside & (n > 6)
         elif kind == "u":
-            st = np.sin(theta)
-            trig = np.where(st != 0, np.sin((n + 1) * theta) / st,
-                            (n + 1) * np.cos((n + 1) * theta) / x)
+            st = xp.sin(theta)
+            trig = xp.where(st != 0, xp.sin((n + 1) * theta) / st,
+                            (n + 1) * xp.cos((n + 1) * theta) / x)
             use = inside & (n > 8)
         elif kind == "v":
-            trig = np.cos((n + 0.5) * theta) / np.cos(theta / 2.0)
-            use = inside & (n > 8) & (np.sin(theta / 2.0) != 1.0)
+            trig = xp.cos((n + 0.5) * theta) / xp.cos(theta / 2.0)
+            use = inside & (n > 8) & (xp.sin(theta / 2.0) != 1.0)
         else:
-            trig = np.sin((n + 0.5) * theta) / np.sin(theta / 2.0)
-            use = inside & (n > 8) & (np.cos(theta / 2.0) != 1.0)
-        out = np.where(use, trig, out)
-        even = np.fmod(n, 2) == 0
+            trig = xp.sin((n + 0.5) * theta) / xp.sin(theta / 2.0)
+            use = inside & (n > 8) & (xp.cos(theta / 2.0) != 1.0)
+        out = xp.where(use, trig, out)
+        even = xp.fmod(n, 2) == 0
         if kind == "t":
-            at1 = np.where((x > 0) | even, 1.0, -1.0)
+            at1 = xp.where((x > 0) | even, 1.0, -1.0)
         elif kind == "u":
-            at1 = np.where((x > 0) | even, n + 1, -(n + 1))
+            at1 = xp.where((x > 0) | even, n + 1, -(n + 1))
         elif kind == "v":
-            at1 = np.where(x > 0, 1.0, np.where(even, n + n + 1, -(n + n + 1)))
+            at1 = xp.where(x > 0, 1.0, xp.where(even, n + n + 1, -(n + n + 1)))
         else:
-            at1 = np.where(x > 0, n + n + 1, np.where(even, 1.0, -1.0))
-        out = np.where(np.abs(x) == 1.0, at1, out)
-    return np.where(n < 0, 0.0, out)
+            at1 = xp.where(x > 0, n + n + 1, xp.where(even, 1.0, -1.0))
+        out = xp.where(xp.abs(x) == 1.0, at1, out)
+    return xp.where(n < 0, 0.0, out)
 
 
-def hermite(kind: str, x: np.ndarray, n: np.ndarray) -> np.ndarray:
+def hermite(kind: str, x, n, xp):
     """Hermite polynomials H (physicists') and He (probabilists'); NaN past degree 512."""
-    x, n = np.broadcast_arrays(np.asarray(x, np.float64), _poly_n(n))
-    with np.errstate(all="ignore"):
+    x, n = xp.broadcast_arrays(xp.asarray(x, xp.float64), _poly_n(n, xp))
+    with xp.errstate(all="ignore"):
         if kind == "h":
-            out = _recur(x, n, np.ones_like(x), x + x, lambda k, p, q: (x + x) * q - 2 * k * p,
-                         1)
+            out = _recur(x, n, xp.ones_like(x), x + x, lambda k, p, q: (x + x) * q - 2 * k * p,
+                         1, xp)
         else:
-            out = _recur(x, n, np.ones_like(x), x, lambda k, p, q: x * q - k * p, 1)
-    out = np.where(n > 512, np.nan, out)
-    out = np.where(n == 0, 1.0, out)
-    return np.where(n < 0, 0.0, out)
+            out = _recur(x, n, xp.ones_like(x), x, lambda k, p, q: x * q - k * p, 1, xp)
+    out = xp.where(n > 512, xp.nan, out)
+    out = xp.where(n == 0, 1.0, out)
+    return xp.where(n < 0, 0.0, out)
 
 
-def laguerre(x: np.ndarray, n: np.ndarray) -> np.ndarray:
+def laguerre(x, n, xp):
     """Laguerre polynomials L_n(x)."""
-    x, n = np.broadcast_arrays(np.asarray(x, np.float64), _poly_n(n))
-    with np.errstate(all="ignore"):
-        out = _recur(x, n, np.ones_like(x), 1.0 - x,
-                     lambda k, p, q: ((k + k) + (1.0 - x)) * q / (k + 1) - k * p / (k + 1), 1)
-    out = np.where((n == 0) | (x == 0), 1.0, out)
-    return np.where(n < 0, 0.0, out)
+    x, n = xp.broadcast_arrays(xp.asarray(x, xp.float64), _poly_n(n, xp))
+    with xp.errstate(all="ignore"):
+        out = _recur(x, n, xp.ones_like(x), 1.0 - x,
+                     lambda k, p, q: ((k + k) + (1.0 - x)) * q / (k + 1) - k * p / (k + 1), 1, xp)
+    out = xp.where((n == 0) | (x == 0), 1.0, out)
+    return xp.where(n < 0, 0.0, out)
 
 
-def legendre(x: np.ndarray, n: np.ndarray) -> np.ndarray:
+def legendre(x, n, xp):
     """Legendre polynomials P_n(x)."""
-    x, n = np.broadcast_arrays(np.asarray(x, np.float64), _poly_n(n))
-    with np.errstate(all="ignore"):
-        out = _recur(x, n, np.ones_like(x), x,
-                     lambda k, p, q: ((k + k + 1) * x * q - k * p) / (k + 1), 1)
-    out = np.where(n == 0, 1.0, out)
-    even = np.fmod(n, 2) == 0
-    out = np.where(np.abs(x) == 1.0, np.where((x > 0) | even, 1.0, -1.0), out)
-    return np.where(n < 0, 0.0, out)
+    x, n = xp.broadcast_arrays(xp.asarray(x, xp.float64), _poly_n(n, xp))
+    with xp.errstate(all="ignore"):
+        out = _recur(x, n, xp.ones_like(x), x,
+                     lambda k, p, q: ((k + k + 1) * x * q - k * p) / (k + 1), 1, xp)
+    out = xp.where(n == 0, 1.0, out)
+    even = xp.fmod(n, 2) == 0
+    out = xp.where(xp.abs(x) == 1.0, xp.where((x > 0) | even, 1.0, -1.0), out)
+    return xp.where(n < 0, 0.0, out)
 
 
 
@@ -544,107 +544,108 @@ _PI_4, _3PI_4 = math.pi / 4.0, 3.0 * math.pi / 4.0
 _2_OVER_PI = 0.636619772367581343075535053490057448
 
 
-def _horner(z: np.ndarray, coefs) -> np.ndarray:
+def _horner(z, coefs, xp):
     """Highest order first (Cephes' polevl)."""
-    out = np.zeros_like(z)
+    out = xp.zeros_like(z)
     for c in coefs:
         out = out * z + c
     return out
 
 
-def _hankel(a: np.ndarray, pp, pq, qp, qq, shift: float, sine: bool) -> np.ndarray:
+def _hankel(a, pp, pq, qp, qq, shift: float, sine: bool, xp):
     """The x > 5 form: (P cos(x - shift) - 5/x Q sin(x - shift)) sqrt(2 / (pi x)) (Y: sin, cos)."""
     z = 25.0 / (a * a)
-    p = _horner(z, pp) / _horner(z, pq)
-    q = _horner(z, qp) / _horner(z, qq)
-    c, s = np.cos(a - shift), np.sin(a - shift)
+    p = _horner(z, pp, xp) / _horner(z, pq, xp)
+    q = _horner(z, qp, xp) / _horner(z, qq, xp)
+    c, s = xp.cos(a - shift), xp.sin(a - shift)
     first, second = (s, -c) if sine else (c, s)
-    return (p * first - 5.0 / a * q * second) * _SQRT_2_OVER_PI / np.sqrt(a)
+    return (p * first - 5.0 / a * q * second) * _SQRT_2_OVER_PI / xp.sqrt(a)
 
 
-def bessel_j0(x: np.ndarray) -> np.ndarray:
+def bessel_j0(x, xp):
     """The Bessel function of the first kind J0."""
-    a = np.abs(x)
-    with np.errstate(all="ignore"):
+    a = xp.abs(x)
+    with xp.errstate(all="ignore"):
         z = a * a
         small = (z - 5.78318596294678452118e+00) * (z - 3.04712623436620863991e+01) * \
-            _horner(z, _RP0) / _horner(z, _RQ0)
-        small = np.where(a < 1e-5, 1.0 - z / 4.0, small)
-        big = _hankel(np.maximum(a, 5.0), _PP0, _PQ0, _QP0, _QQ0, _PI_4, False)
-    return np.where(a <= 5.0, small, big)
+            _horner(z, _RP0, xp) / _horner(z, _RQ0, xp)
+        small = xp.where(a < 1e-5, 1.0 - z / 4.0, small)
+        big = _hankel(xp.maximum(a, 5.0), _PP0, _PQ0, _QP0, _QQ0, _PI_4, False, xp)
+    return xp.where(a <= 5.0, small, big)
 
 
-def bessel_j1(x: np.ndarray) -> np.ndarray:
+def bessel_j1(x, xp):
     """The Bessel function of the first kind J1."""
-    a = np.abs(x)
-    with np.errstate(all="ignore"):
+    a = xp.abs(x)
+    with xp.errstate(all="ignore"):
         z = a * a
-        small = _horner(z, _RP1) / _horner(z, _RQ1) * a * (z - 1.46819706421238932572e+01) * \
-            (z - 4.92184563216946036703e+01)
-        big = _hankel(np.maximum(a, 5.0), _PP1, _PQ1, _QP1, _QQ1, _3PI_4, False)
-    out = np.where(a <= 5.0, small, big)
-    return np.where(x < 0, -out, out)
+        small = _horner(z, _RP1, xp) / _horner(z, _RQ1, xp) * a * \
+            (z - 1.46819706421238932572e+01) * (z - 4.92184563216946036703e+01)
+        big = _hankel(xp.maximum(a, 5.0), _PP1, _PQ1, _QP1, _QQ1, _3PI_4, False, xp)
+    out = xp.where(a <= 5.0, small, big)
+    return xp.where(x < 0, -out, out)
 
 
-def bessel_y0(x: np.ndarray) -> np.ndarray:
+def bessel_y0(x, xp):
     """The Bessel function of the second kind Y0 (NaN for x < 0)."""
-    with np.errstate(all="ignore"):
-        s = np.clip(x, 1e-300, 5.0)
+    with xp.errstate(all="ignore"):
+        s = xp.clip(x, 1e-300, 5.0)
         z = s * s
-        small = _horner(z, _YP0) / _horner(z, _YQ0) + _2_OVER_PI * np.log(s) * bessel_j0(s)
-        big = _hankel(np.maximum(x, 5.0), _PP0, _PQ0, _QP0, _QQ0, _PI_4, True)
-    out = np.where(x <= 5.0, small, big)
-    out = np.where(x == 0, -np.inf, out)
-    return np.where(x < 0, np.nan, out)
+        small = _horner(z, _YP0, xp) / _horner(z, _YQ0, xp) + \
+            _2_OVER_PI * xp.log(s) * bessel_j0(s, xp)
+        big = _hankel(xp.maximum(x, 5.0), _PP0, _PQ0, _QP0, _QQ0, _PI_4, True, xp)
+    out = xp.where(x <= 5.0, small, big)
+    out = xp.where(x == 0, -xp.inf, out)
+    return xp.where(x < 0, xp.nan, out)
 
 
-def bessel_y1(x: np.ndarray) -> np.ndarray:
+def bessel_y1(x, xp):
     """The Bessel function of the second kind Y1 (NaN for x < 0)."""
-    with np.errstate(all="ignore"):
-        s = np.clip(x, 1e-300, 5.0)
+    with xp.errstate(all="ignore"):
+        s = xp.clip(x, 1e-300, 5.0)
         z = s * s
-        small = s * (_horner(z, _YP1) / _horner(z, _YQ1)) + _2_OVER_PI * (
-            bessel_j1(s) * np.log(s) - 1.0 / s)
-        big = _hankel(np.maximum(x, 5.0), _PP1, _PQ1, _QP1, _QQ1, _3PI_4, True)
-    out = np.where(x <= 5.0, small, big)
-    out = np.where(x == 0, -np.inf, out)
-    return np.where(x < 0, np.nan, out)
+        small = s * (_horner(z, _YP1, xp) / _horner(z, _YQ1, xp)) + _2_OVER_PI * (
+            bessel_j1(s, xp) * xp.log(s) - 1.0 / s)
+        big = _hankel(xp.maximum(x, 5.0), _PP1, _PQ1, _QP1, _QQ1, _3PI_4, True, xp)
+    out = xp.where(x <= 5.0, small, big)
+    out = xp.where(x == 0, -xp.inf, out)
+    return xp.where(x < 0, xp.nan, out)
 
 
-def airy_ai(x: np.ndarray) -> np.ndarray:
+def airy_ai(x, xp):
     """Airy's Ai (Cephes airy.c's Ai branch, as PyTorch computes it)."""
-    with np.errstate(all="ignore"):
-        neg = np.minimum(x, -2.09)
-        zeta_n = -2.0 * neg * np.sqrt(-neg) / 3.0
+    with xp.errstate(all="ignore"):
+        neg = xp.minimum(x, -2.09)
+        zeta_n = -2.0 * neg * xp.sqrt(-neg) / 3.0
         z = 1.0 / zeta_n
         zz = z * z
         t = zeta_n + 0.25 * math.pi
-        low = 5.64189583547756286948e-01 / np.sqrt(np.sqrt(-neg)) * (
-            np.sin(t) * (1.0 + zz * _horner(zz, _AFN) / _horner(zz, _AFD)) -
-            np.cos(t) * (z * _horner(zz, _AGN) / _horner(zz, _AGD)))
-        pos = np.maximum(x, 2.09)
-        zeta_p = 2.0 * pos * np.sqrt(pos) / 3.0
-        high = 5.64189583547756286948e-01 * (_horner(1.0 / zeta_p, _AN) / _horner(1.0 / zeta_p,
-                                                                               _AD)) / (
-            2.0 * np.sqrt(np.sqrt(pos)) * np.exp(zeta_p))
+        low = 5.64189583547756286948e-01 / xp.sqrt(xp.sqrt(-neg)) * (
+            xp.sin(t) * (1.0 + zz * _horner(zz, _AFN, xp) / _horner(zz, _AFD, xp)) -
+            xp.cos(t) * (z * _horner(zz, _AGN, xp) / _horner(zz, _AGD, xp)))
+        pos = xp.maximum(x, 2.09)
+        zeta_p = 2.0 * pos * xp.sqrt(pos) / 3.0
+        high = 5.64189583547756286948e-01 * (
+            _horner(1.0 / zeta_p, _AN, xp) / _horner(1.0 / zeta_p, _AD, xp)) / (
+            2.0 * xp.sqrt(xp.sqrt(pos)) * xp.exp(zeta_p))
         # the power series in between, each element stopped where PyTorch's loop stops
-        mid = np.clip(x, -2.09, 2.09)
-        f, g, k, m, n = np.ones_like(mid), mid.copy(), np.ones_like(mid), np.ones_like(mid), \
+        mid = xp.clip(x, -2.09, 2.09)
+        f, g, k, m, n = xp.ones_like(mid), mid.copy(), xp.ones_like(mid), xp.ones_like(mid), \
             mid.copy()
         cube = mid * mid * mid
-        live = np.ones(mid.shape, bool)
-        eps = np.finfo(np.float64).eps
+        live = xp.ones(mid.shape, xp.bool_)
+        eps = xp.finfo(xp.float64).eps
         while live.any():
             m2 = m * cube / (k + 1.0) / (k + 2.0)
             n2 = n * cube / (k + 2.0) / (k + 3.0)
-            f = np.where(live, f + m2, f)
-            g = np.where(live, g + n2, g)
-            m, n, k = np.where(live, m2, m), np.where(live, n2, n), np.where(live, k + 3.0, k)
-            live &= np.abs(m / f) > eps
+            f = xp.where(live, f + m2, f)
+            g = xp.where(live, g + n2, g)
+            m, n, k = xp.where(live, m2, m), xp.where(live, n2, n), xp.where(live, k + 3.0, k)
+            live &= xp.abs(m / f) > eps
         series = 0.355028053887817239260 * f - 0.258819403792806798405 * g
-    out = np.where(x < -2.09, low, np.where(x >= 2.09, high, series))
-    out = np.where(x > 103.892, 0.0, out)
-    return np.where(np.isinf(x), np.nan, out)
+    out = xp.where(x < -2.09, low, xp.where(x >= 2.09, high, series))
+    out = xp.where(x > 103.892, 0.0, out)
+    return xp.where(xp.isinf(x), xp.nan, out)
 
 # ---------------------------------------------------------------- ops
 
@@ -652,7 +653,7 @@ class _Kernel(Special):
     """Special, with a float64 result too large for the output dtype quietly inf."""
 
     def forward(self, x):
-        with np.errstate(over="ignore"):
+        with self.device.xp.errstate(over="ignore"):
             return Special.forward(self, x)
 
 
@@ -779,8 +780,8 @@ class Polygamma(_Kernel):
     def __init__(self, n: int) -> None:
         self.n = n
 
-    def fn(self, x):
-        return polygamma(self.n, x)
+    def fn(self, x, xp):
+        return polygamma(self.n, x, xp)
 
     def backward(self, g):
         (x,) = self.saved_tensors
@@ -788,21 +789,22 @@ class Polygamma(_Kernel):
 
 
 class _FloatBinary(Xlogy):
-    """Two operands broadcast and promoted to a float dtype; kernels in float64."""
+    """Two operands broadcast and promoted to a float dtype; kernels in float64 (`fn(a, b)`,
+    on `self.device.xp`)."""
 
     def forward(self, a, b):
-        return self.fn(a.astype(np.float64), b.astype(np.float64)).astype(self.compute.np,
-                                                                        copy=False)
+        f64 = self.device.xp.float64
+        return self.fn(a.astype(f64), b.astype(f64)).astype(self.compute.np, copy=False)
 
 
 class Xlog1py(_FloatBinary):
     name = "special_xlog1py"
 
-    @staticmethod
-    def fn(a, b):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            out = a * np.log1p(b)
-        return np.where((a == 0) & ~np.isnan(b), 0.0, out)
+    def fn(self, a, b):
+        xp = self.device.xp
+        with xp.errstate(divide="ignore", invalid="ignore"):
+            out = a * xp.log1p(b)
+        return xp.where((a == 0) & ~xp.isnan(b), 0.0, out)
 
     def backward(self, g):
         a, b = self.saved_tensors
@@ -816,7 +818,9 @@ class Xlog1py(_FloatBinary):
 
 class Zeta(_FloatBinary):
     name = "special_zeta"
-    fn = staticmethod(zeta)
+
+    def fn(self, x, q):
+        return zeta(x, q, self.device.xp)
 
     def backward(self, g):
         x, q = self.saved_tensors
@@ -830,7 +834,7 @@ class Gammainc(_FloatBinary):
     upper = False
 
     def fn(self, a, x):
-        return gammainc(a, x, self.upper)
+        return gammainc(a, x, self.upper, self.device.xp)
 
     def backward(self, g):
         a, x = self.saved_tensors
@@ -859,7 +863,7 @@ class Polynomial(_FloatBinary):
         return ()
 
     def fn(self, x, n):
-        return self.kernel(x, n)
+        return self.kernel(x, n, self.device.xp)
 
 
 def _binary(op, x, y) -> Tensor:
@@ -942,17 +946,38 @@ def special_gammaincc(a: Tensor, x: Tensor) -> Tensor:
     return _binary(Gammaincc(), a, x)
 
 
-def polynomial(name: str, kernel, x, n) -> Tensor:
-    """An orthogonal polynomial op (no gradient) of x and the degree n."""
-    return _binary(Polynomial(name, kernel), x, n)
+def polynomial(name: str, x, n) -> Tensor:
+    """The orthogonal polynomial `name` ('special_chebyshev_polynomial_t', ...; no gradient) of
+    x and the degree n, by its kernel POLYNOMIALS[name] on x's device."""
+    return _binary(Polynomial(name, POLYNOMIALS[name.removeprefix("special_")]), x, n)
 
 
+def _shifted(kernel):
+    return lambda x, n, xp: kernel(x + x - 1.0, n, xp)
+
+
+# torch.special's polynomials: kernel(x, n, xp) of float64 x and degree n
+POLYNOMIALS = {
+    "chebyshev_polynomial_t": lambda x, n, xp: chebyshev("t", x, n, xp),
+    "chebyshev_polynomial_u": lambda x, n, xp: chebyshev("u", x, n, xp),
+    "chebyshev_polynomial_v": lambda x, n, xp: chebyshev("v", x, n, xp),
+    "chebyshev_polynomial_w": lambda x, n, xp: chebyshev("w", x, n, xp),
+    "hermite_polynomial_h": lambda x, n, xp: hermite("h", x, n, xp),
+    "hermite_polynomial_he": lambda x, n, xp: hermite("he", x, n, xp),
+    "laguerre_polynomial_l": laguerre,
+    "legendre_polynomial_p": legendre,
+}
+for _kind in "tuvw":
+    POLYNOMIALS[f"shifted_chebyshev_polynomial_{_kind}"] = _shifted(
+        POLYNOMIALS[f"chebyshev_polynomial_{_kind}"])
+
+# torch.special's unary functions with no gradient: kernel(x, xp) of float64 x
 NO_GRAD_UNARY = {
     "modified_bessel_i0": i0, "modified_bessel_i1": i1,
-    "modified_bessel_k0": lambda x: _k(x, _K0A, _K0B, 0, False),
-    "modified_bessel_k1": lambda x: _k(x, _K1A, _K1B, 1, False),
-    "scaled_modified_bessel_k0": lambda x: _k(x, _K0A, _K0B, 0, True),
-    "scaled_modified_bessel_k1": lambda x: _k(x, _K1A, _K1B, 1, True),
+    "modified_bessel_k0": lambda x, xp: _k(x, _K0A, _K0B, 0, False, xp),
+    "modified_bessel_k1": lambda x, xp: _k(x, _K1A, _K1B, 1, False, xp),
+    "scaled_modified_bessel_k0": lambda x, xp: _k(x, _K0A, _K0B, 0, True, xp),
+    "scaled_modified_bessel_k1": lambda x, xp: _k(x, _K1A, _K1B, 1, True, xp),
     "spherical_bessel_j0": spherical_bessel_j0, "bessel_j0": bessel_j0, "bessel_j1": bessel_j1,
     "bessel_y0": bessel_y0, "bessel_y1": bessel_y1, "airy_ai": airy_ai,
 }

@@ -1,18 +1,22 @@
-"""NumPy kernels of the special functions NumPy lacks: erf, erfc, erfinv, lgamma, digamma.
+"""Kernels of the special functions NumPy lacks: erf, erfc, erfinv, lgamma, digamma.
 
-All compute in float64 (callers cast). erf/erfc evaluate fdlibm's rational approximations
-(Sun's s_erf.c, the one glibc and Go use: error < 1 ulp) region by region on the elements
-that fall in each, so the cost is a few passes per element (~15x faster than a Python-level
-`math.erf` per element). erfinv refines a rational first guess with Newton steps on erf
-(erfc near +-1, where erf has no digits left). digamma and trigamma shift to x >= 10 and sum
-the asymptotic series; lgamma is libm's `math.lgamma` per element (exact, ~0.2 us each).
+Each takes `xp`, the array namespace of the device it runs on (NumPy's API; the host's NumPy
+by default, for callers holding host arrays), and computes in float64 (callers cast).
+erf/erfc evaluate fdlibm's rational approximations (Sun's s_erf.c, the one glibc and Go use:
+error < 1 ulp) region by region on the elements that fall in each, so the cost is a few
+passes per element (~15x faster than a Python-level `math.erf` per element). erfinv refines
+a rational first guess with Newton steps on erf (erfc near +-1, where erf has no digits
+left). digamma and trigamma shift to x >= 10 and sum the asymptotic series; lgamma is libm's
+`math.lgamma` per element, on the host (exact, ~0.2 us each).
 """
 
 from __future__ import annotations
 
 import math
 
-import numpy as np
+from ...device import cpu
+
+_HOST = cpu.xp  # NumPy: the namespace of callers that hold host arrays
 
 # fdlibm s_erf.c coefficients
 _ERX = 8.45062911510467529297e-01
@@ -41,65 +45,66 @@ _SB = (1.0, 3.03380607434824582924e+01, 3.25792512996573918826e+02,
        4.74528541206955367215e+02, -2.24409524465858183362e+01)
 
 
-def _poly(z: np.ndarray, coefs) -> np.ndarray:
+def _poly(z, coefs, xp):
     """c0 + c1 z + c2 z^2 + ... by Horner's rule."""
-    out = np.full_like(z, coefs[-1])
+    out = xp.full_like(z, coefs[-1])
     for c in coefs[-2::-1]:
         out *= z
         out += c
     return out
 
 
-def _erf_erfc(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _erf_erfc(x, xp):
     """erf(|x|) and erfc(|x|) of float64 x, each where it is accurate (fdlibm's regions)."""
-    a = np.abs(x)
-    erf = np.empty_like(a)
-    erfc = np.empty_like(a)
+    a = xp.abs(x)
+    erf = xp.empty_like(a)
+    erfc = xp.empty_like(a)
     small = a < 0.84375
     mid = (a >= 0.84375) & (a < 1.25)
     tail = a >= 1.25  # NaN falls in no region and is set below
     if small.any():
         s = a[small]
         z = s * s
-        y = _poly(z, _PP) / _poly(z, _QQ)
+        y = _poly(z, _PP, xp) / _poly(z, _QQ, xp)
         e = s + s * y
         erf[small] = e
         # erfc near 0.5 loses less as 0.5 - (x*y + (x - 0.5)), fdlibm's form
-        erfc[small] = np.where(s < 0.25, 1.0 - e, 0.5 - (s * y + (s - 0.5)))
+        erfc[small] = xp.where(s < 0.25, 1.0 - e, 0.5 - (s * y + (s - 0.5)))
     if mid.any():
         s = a[mid] - 1.0
-        pq = _poly(s, _PA) / _poly(s, _QA)
+        pq = _poly(s, _PA, xp) / _poly(s, _QA, xp)
         erf[mid] = _ERX + pq
         erfc[mid] = (1.0 - _ERX) - pq
     if tail.any():
-        s = np.minimum(a[tail], 28.0)  # erfc underflows to 0 past 28 (as exp does below)
+        s = xp.minimum(a[tail], 28.0)  # erfc underflows to 0 past 28 (as exp does below)
         z = 1.0 / (s * s)
         near = s < 1.0 / 0.35
-        rs = np.where(near, _poly(z, _RA) / _poly(z, _SA), _poly(z, _RB) / _poly(z, _SB))
+        rs = xp.where(near, _poly(z, _RA, xp) / _poly(z, _SA, xp),
+                      _poly(z, _RB, xp) / _poly(z, _SB, xp))
         # exp(-x^2) as exp(-h^2) exp((h - x)(h + x)) with h = x to 20 bits: no lost digits
-        h = (s.view(np.uint64) & np.uint64(0xFFFFFFFF00000000)).view(np.float64)
-        with np.errstate(under="ignore"):
-            r = np.exp(-h * h - 0.5625) * np.exp((h - s) * (h + s) + rs) / s
-        r = np.where(a[tail] >= 28.0, 0.0, r)
+        h = (s.view(xp.uint64) & xp.uint64(0xFFFFFFFF00000000)).view(xp.float64)
+        with xp.errstate(under="ignore"):
+            r = xp.exp(-h * h - 0.5625) * xp.exp((h - s) * (h + s) + rs) / s
+        r = xp.where(a[tail] >= 28.0, 0.0, r)
         erfc[tail] = r
         erf[tail] = 1.0 - r
-    nan = np.isnan(a)
+    nan = xp.isnan(a)
     if nan.any():
-        erf[nan] = np.nan
-        erfc[nan] = np.nan
+        erf[nan] = xp.nan
+        erfc[nan] = xp.nan
     return erf, erfc
 
 
-def erf(x: np.ndarray) -> np.ndarray:
+def erf(x, xp=_HOST):
     """The error function of float64 x."""
-    e, _ = _erf_erfc(x)
-    return np.copysign(e, x)
+    e, _ = _erf_erfc(x, xp)
+    return xp.copysign(e, x)
 
 
-def erfc(x: np.ndarray) -> np.ndarray:
+def erfc(x, xp=_HOST):
     """1 - erf(x) of float64 x, accurate where it is tiny (large x)."""
-    e, c = _erf_erfc(x)
-    return np.where(x < 0, 1.0 + e, c)
+    e, c = _erf_erfc(x, xp)
+    return xp.where(x < 0, 1.0 + e, c)
 
 
 # A first guess for erfinv (rational fits, ~1e-7), refined by Newton steps below.
@@ -110,25 +115,25 @@ _D = (1.0, 3.543889200, 1.637067800)
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 
-def erfinv(y: np.ndarray) -> np.ndarray:
+def erfinv(y, xp=_HOST):
     """The inverse of erf on [-1, 1] (+-inf at +-1, NaN outside) for float64 y."""
-    a = np.abs(y)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    a = xp.abs(y)
+    with xp.errstate(divide="ignore", invalid="ignore"):
         z = y * y
-        central = y * _poly(z, _A) / _poly(z, _B)
-        t = np.sqrt(-np.log((1.0 - np.minimum(a, 1.0)) / 2.0))
-        outer = np.copysign(_poly(t, _C), y) / _poly(t, _D)
-        x = np.where(a <= 0.7, central, outer)
-        x = np.where(np.isfinite(x), x, 0.0)
+        central = y * _poly(z, _A, xp) / _poly(z, _B, xp)
+        t = xp.sqrt(-xp.log((1.0 - xp.minimum(a, 1.0)) / 2.0))
+        outer = xp.copysign(_poly(t, _C, xp), y) / _poly(t, _D, xp)
+        x = xp.where(a <= 0.7, central, outer)
+        x = xp.where(xp.isfinite(x), x, 0.0)
         # Newton on erf(x) = y centrally; on erfc(|x|) = 1 - |y| outside (1 - |y| is exact
         # there, and erf(x) - y would be all rounding as erf(x) nears 1)
         far = a > 0.5
         for _ in range(3):
-            e, c = _erf_erfc(x)
-            step = np.where(far, np.sign(y) * (c - (1.0 - a)), -(np.copysign(e, x) - y))
-            x = x + step / (_TWO_OVER_SQRT_PI * np.exp(-x * x))
-    x = np.where(a == 1.0, np.copysign(np.inf, y), x)
-    return np.where((a > 1.0) | np.isnan(y), np.nan, x)
+            e, c = _erf_erfc(x, xp)
+            step = xp.where(far, xp.sign(y) * (c - (1.0 - a)), -(xp.copysign(e, x) - y))
+            x = x + step / (_TWO_OVER_SQRT_PI * xp.exp(-x * x))
+    x = xp.where(a == 1.0, xp.copysign(xp.inf, y), x)
+    return xp.where((a > 1.0) | xp.isnan(y), xp.nan, x)
 
 
 def _lgamma_one(v: float) -> float:
@@ -138,12 +143,11 @@ def _lgamma_one(v: float) -> float:
         return math.inf
 
 
-_lgamma = np.frompyfunc(_lgamma_one, 1, 1)
-
-
-def lgamma(x: np.ndarray) -> np.ndarray:
+def lgamma(x, xp=_HOST):
     """log |Gamma(x)| of float64 x (+inf at the poles)."""
-    return np.asarray(_lgamma(x), dtype=np.float64) if x.size else np.empty_like(x)
+    # libm per element: the values pass through the host as Python floats and come back
+    out = xp.asarray([_lgamma_one(v) for v in x.ravel().tolist()], dtype=xp.float64)
+    return out.reshape(x.shape)
 
 
 # Bernoulli numbers B_2k / (2k) for digamma's series, and B_2k for trigamma's
@@ -151,45 +155,45 @@ _PSI = (1.0 / 12, -1.0 / 120, 1.0 / 252, -1.0 / 240, 1.0 / 132, -691.0 / 32760, 
 _PSI1 = (1.0 / 6, -1.0 / 30, 1.0 / 42, -1.0 / 30, 5.0 / 66, -691.0 / 2730, 7.0 / 6)
 
 
-def _shift(x: np.ndarray, term) -> tuple[np.ndarray, np.ndarray]:
+def _shift(x, term, xp):
     """x moved up to >= 10 by the recurrence; the sum of term(x) over the steps taken."""
-    acc = np.zeros_like(x)
+    acc = xp.zeros_like(x)
     for _ in range(10):
         low = x < 10.0
         if not low.any():
             break
-        acc -= np.where(low, term(x), 0.0)
-        x = np.where(low, x + 1.0, x)
+        acc -= xp.where(low, term(x), 0.0)
+        x = xp.where(low, x + 1.0, x)
     return x, acc
 
 
-def digamma(x: np.ndarray) -> np.ndarray:
+def digamma(x, xp=_HOST):
     """psi(x) = d/dx log Gamma(x) of float64 x (NaN at negative integers, -inf at +0)."""
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+    with xp.errstate(divide="ignore", invalid="ignore", over="ignore"):
         neg = x < 0.0
         # psi(x) = psi(1 - x) - pi / tan(pi x) for x < 0
-        refl = np.where(neg, -math.pi / np.tan(math.pi * (x - np.floor(x))), 0.0)
-        v = np.where(neg, 1.0 - x, x)
-        v, acc = _shift(v, lambda t: 1.0 / t)
+        refl = xp.where(neg, -math.pi / xp.tan(math.pi * (x - xp.floor(x))), 0.0)
+        v = xp.where(neg, 1.0 - x, x)
+        v, acc = _shift(v, lambda t: 1.0 / t, xp)
         w = 1.0 / (v * v)
-        series = np.log(v) - 0.5 / v - w * _poly(w, _PSI)
+        series = xp.log(v) - 0.5 / v - w * _poly(w, _PSI, xp)
         out = series + acc + refl
-        out = np.where(x == 0.0, np.copysign(np.inf, -x), out)
-        out = np.where(neg & (x == np.floor(x)), np.nan, out)
-        return np.where(x == np.inf, np.inf, out)
+        out = xp.where(x == 0.0, xp.copysign(xp.inf, -x), out)
+        out = xp.where(neg & (x == xp.floor(x)), xp.nan, out)
+        return xp.where(x == xp.inf, xp.inf, out)
 
 
-def trigamma(x: np.ndarray) -> np.ndarray:
+def trigamma(x, xp=_HOST):
     """psi'(x) of float64 x (the gradient of digamma); +inf at 0 and the negative integers."""
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+    with xp.errstate(divide="ignore", invalid="ignore", over="ignore"):
         neg = x < 0.5
         # psi'(1 - x) + psi'(x) = pi^2 / sin^2(pi x)
-        s = np.sin(math.pi * x)
-        refl = np.where(neg, (math.pi * math.pi) / (s * s), 0.0)
-        v = np.where(neg, 1.0 - x, x)
-        v, acc = _shift(v, lambda t: -1.0 / (t * t))
+        s = xp.sin(math.pi * x)
+        refl = xp.where(neg, (math.pi * math.pi) / (s * s), 0.0)
+        v = xp.where(neg, 1.0 - x, x)
+        v, acc = _shift(v, lambda t: -1.0 / (t * t), xp)
         w = 1.0 / (v * v)
-        series = 1.0 / v + 0.5 * w + w / v * _poly(w, _PSI1)
-        out = np.where(neg, refl - (series + acc), series + acc)
-        out = np.where(neg & (x == np.floor(x)), np.inf, out)
-        return np.where(x == np.inf, 0.0, out)
+        series = 1.0 / v + 0.5 * w + w / v * _poly(w, _PSI1, xp)
+        out = xp.where(neg, refl - (series + acc), series + acc)
+        out = xp.where(neg & (x == xp.floor(x)), xp.inf, out)
+        return xp.where(x == xp.inf, 0.0, out)

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ...tensor import Tensor
 from ..base import OUT, X0, apply
 from ._common import _as_operand
@@ -28,13 +26,13 @@ class _Quiet(Unary):
     """A unary op whose domain errors give NaN/inf quietly, as in PyTorch."""
 
     def forward(self, x):
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        with self.device.xp.errstate(divide="ignore", invalid="ignore", over="ignore"):
             return Unary.forward(self, x)
 
 
 class Tan(_Quiet):
     name = "tan"
-    fn = staticmethod(np.tan)
+    ufunc = "tan"
 
     def saved(self, x, out):
         return (OUT,)
@@ -46,7 +44,7 @@ class Tan(_Quiet):
 
 class Asin(_Quiet):
     name = "asin"
-    fn = staticmethod(np.arcsin)
+    ufunc = "arcsin"
 
     def saved(self, x, out):
         return (X0,)
@@ -58,7 +56,7 @@ class Asin(_Quiet):
 
 class Acos(Asin):
     name = "acos"
-    fn = staticmethod(np.arccos)
+    ufunc = "arccos"
 
     def backward(self, g):
         (x,) = self.saved_tensors
@@ -67,7 +65,7 @@ class Acos(Asin):
 
 class Atan(_Quiet):
     name = "atan"
-    fn = staticmethod(np.arctan)
+    ufunc = "arctan"
 
     def saved(self, x, out):
         return (X0,)
@@ -79,7 +77,7 @@ class Atan(_Quiet):
 
 class Sinh(_Quiet):
     name = "sinh"
-    fn = staticmethod(np.sinh)
+    ufunc = "sinh"
 
     def saved(self, x, out):
         return (X0,)
@@ -91,7 +89,7 @@ class Sinh(_Quiet):
 
 class Cosh(_Quiet):
     name = "cosh"
-    fn = staticmethod(np.cosh)
+    ufunc = "cosh"
 
     def saved(self, x, out):
         return (X0,)
@@ -103,7 +101,7 @@ class Cosh(_Quiet):
 
 class Asinh(_Quiet):
     name = "asinh"
-    fn = staticmethod(np.arcsinh)
+    ufunc = "arcsinh"
 
     def saved(self, x, out):
         return (X0,)
@@ -115,7 +113,7 @@ class Asinh(_Quiet):
 
 class Acosh(Asinh):
     name = "acosh"
-    fn = staticmethod(np.arccosh)
+    ufunc = "arccosh"
 
     def backward(self, g):
         (x,) = self.saved_tensors
@@ -124,7 +122,7 @@ class Acosh(Asinh):
 
 class Atanh(Asinh):
     name = "atanh"
-    fn = staticmethod(np.arctanh)
+    ufunc = "arctanh"
 
     def backward(self, g):
         (x,) = self.saved_tensors
@@ -133,7 +131,7 @@ class Atanh(Asinh):
 
 class Log2(_Quiet):
     name = "log2"
-    fn = staticmethod(np.log2)
+    ufunc = "log2"
     scale = 1.0 / math.log(2.0)
 
     def saved(self, x, out):
@@ -146,13 +144,13 @@ class Log2(_Quiet):
 
 class Log10(Log2):
     name = "log10"
-    fn = staticmethod(np.log10)
+    ufunc = "log10"
     scale = 1.0 / math.log(10.0)
 
 
 class Exp2(_Quiet):
     name = "exp2"
-    fn = staticmethod(np.exp2)
+    ufunc = "exp2"
 
     def saved(self, x, out):
         return (OUT,)
@@ -167,9 +165,8 @@ class Frac(_Quiet):
 
     name = "frac"
 
-    @staticmethod
-    def fn(x):
-        return x - np.trunc(x)
+    def fn(self, x):
+        return x - self.device.xp.trunc(x)
 
     def infer(self, x):
         if x.dtype.category != 2:
@@ -193,13 +190,13 @@ class Copysign(Binary):
             from ... import dtypes as _dt
 
             dt = self.compute = _dt.default_float
-            self.cast = True
+            self.cast, self.plain = True, False
         return shape, dt
 
     def saved(self, a, b, out):
         return (X0, OUT) if a.requires_grad else ()
 
-    fn = staticmethod(np.copysign)
+    ufunc = "copysign"
 
     def backward(self, g):
         # the sign's gradient is zero (PyTorch gives zeros, not None)

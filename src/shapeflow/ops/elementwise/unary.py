@@ -1,20 +1,25 @@
-"""Unary math (exp, log, sqrt, sin, ...) and rounding: one tensor in, same shape out."""
+"""Unary math (exp, log, sqrt, sin, ...) and rounding: one tensor in, same shape out.
+
+Each op computes with its device's array namespace: `ufunc` names the function ('exp'), or
+the op overrides `fn(x)`.
+"""
 
 from __future__ import annotations
 
-import numpy as np
-
 from ... import dtypes as _dt
-from ...backend.cpu import kernels
 from ...errors import DTypeError
 from ...tensor import Tensor, describe
 from ..base import OUT, OUT_ACT, X0, Op, apply
 from ._common import _float_dtype, refuse_dtype
 from .scalar import PowScalar, RDivScalar
 
+_F32_NP = _dt.float32.np
+
 
 class Unary(Op):
     """A float-valued unary op: the output has the input's shape and (float) dtype."""
+
+    ufunc: str | None = None  # the array-namespace function computing it, by name
 
     def infer(self, x):
         return x.shape, _float_dtype(x)
@@ -26,8 +31,13 @@ class Unary(Op):
                 x = x.astype(_dt.default_float.np)
                 dt = x.dtype
             if dt.itemsize == 2:  # bfloat16/float16: every step in float32, rounded once
-                return kernels.narrow(np.asarray(self.fn(kernels.widen(x))), dt)
+                k = self.device.kernels
+                return k.cast(self.device.xp.asarray(self.fn(k.cast(x, _F32_NP))), dt)
         return self.fn(x)
+
+    def fn(self, x):
+        """The op on a float32/float64 array: the namespace's function `ufunc`."""
+        return getattr(self.device.xp, self.ufunc)(x)
 
 
 class Neg(Op):
@@ -40,7 +50,7 @@ class Neg(Op):
         return x.shape, x.dtype
 
     def forward(self, x):
-        return np.negative(x)
+        return -x  # the array's own operator
 
     def backward(self, g):
         return (-g,)
@@ -58,7 +68,7 @@ class Abs(Op):
         return (X0,)
 
     def forward(self, x):
-        return np.abs(x)
+        return self.device.xp.abs(x)
 
     def backward(self, g):
         (x,) = self.saved_tensors
@@ -72,11 +82,12 @@ class Sign(Op):
         return x.shape, x.dtype
 
     def forward(self, x):
-        if x.dtype == np.bool_:
+        if x.dtype.kind == "b":
             return x.copy()
-        out = np.sign(x)
+        xp = self.device.xp
+        out = xp.sign(x)
         if out.dtype.kind == "f":  # PyTorch: sign(nan) is 0
-            out = np.where(np.isnan(out), out.dtype.type(0), out)
+            out = xp.where(xp.isnan(out), out.dtype.type(0), out)
         return out
 
     def backward(self, g):
@@ -87,7 +98,7 @@ class Sign(Op):
 
 class Exp(Unary):
     name = "exp"
-    fn = staticmethod(np.exp)
+    ufunc = "exp"
 
     def saved(self, x, out):
         return (OUT,)
@@ -99,13 +110,13 @@ class Exp(Unary):
 
 class Log(Unary):
     name = "log"
-    fn = staticmethod(np.log)
+    ufunc = "log"
 
     def saved(self, x, out):
         return (X0,)
 
     def forward(self, x):
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with self.device.xp.errstate(divide="ignore", invalid="ignore"):
             return Unary.forward(self, x)
 
     def backward(self, g):
@@ -115,7 +126,7 @@ class Log(Unary):
 
 class Log1p(Log):
     name = "log1p"
-    fn = staticmethod(np.log1p)
+    ufunc = "log1p"
 
     def backward(self, g):
         (x,) = self.saved_tensors
@@ -124,7 +135,7 @@ class Log1p(Log):
 
 class Expm1(Unary):
     name = "expm1"
-    fn = staticmethod(np.expm1)
+    ufunc = "expm1"
 
     def saved(self, x, out):
         return (OUT,)
@@ -136,13 +147,13 @@ class Expm1(Unary):
 
 class Sqrt(Unary):
     name = "sqrt"
-    fn = staticmethod(np.sqrt)
+    ufunc = "sqrt"
 
     def saved(self, x, out):
         return (OUT,)
 
     def forward(self, x):
-        with np.errstate(invalid="ignore"):
+        with self.device.xp.errstate(invalid="ignore"):
             return Unary.forward(self, x)
 
     def backward(self, g):
@@ -156,10 +167,10 @@ class Rsqrt(Unary):
     def saved(self, x, out):
         return (OUT,)
 
-    @staticmethod
-    def fn(x):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.reciprocal(np.sqrt(x))
+    def fn(self, x):
+        xp = self.device.xp
+        with xp.errstate(divide="ignore", invalid="ignore"):
+            return xp.reciprocal(xp.sqrt(x))
 
     def backward(self, g):
         (out,) = self.saved_tensors
@@ -168,7 +179,7 @@ class Rsqrt(Unary):
 
 class Sin(Unary):
     name = "sin"
-    fn = staticmethod(np.sin)
+    ufunc = "sin"
 
     def saved(self, x, out):
         return (X0,)
@@ -180,7 +191,7 @@ class Sin(Unary):
 
 class Cos(Unary):
     name = "cos"
-    fn = staticmethod(np.cos)
+    ufunc = "cos"
 
     def saved(self, x, out):
         return (X0,)
@@ -192,7 +203,7 @@ class Cos(Unary):
 
 class Tanh(Unary):
     name = "tanh"
-    fn = staticmethod(np.tanh)
+    ufunc = "tanh"
 
     def saved(self, x, out):
         return (OUT_ACT,)
@@ -270,16 +281,16 @@ class _Rounding(Op):
         return x.shape, x.dtype
 
     def forward(self, x):
-        return self.fn(x)
+        return getattr(self.device.xp, self.ufunc)(x)
 
     def backward(self, g):
         return (g * 0.0,)
 
 
-Floor = type("Floor", (_Rounding,), {"name": "floor", "fn": staticmethod(np.floor)})
-Ceil = type("Ceil", (_Rounding,), {"name": "ceil", "fn": staticmethod(np.ceil)})
-Round = type("Round", (_Rounding,), {"name": "round", "fn": staticmethod(np.round)})
-Trunc = type("Trunc", (_Rounding,), {"name": "trunc", "fn": staticmethod(np.trunc)})
+Floor = type("Floor", (_Rounding,), {"name": "floor", "ufunc": "floor"})
+Ceil = type("Ceil", (_Rounding,), {"name": "ceil", "ufunc": "ceil"})
+Round = type("Round", (_Rounding,), {"name": "round", "ufunc": "round"})
+Trunc = type("Trunc", (_Rounding,), {"name": "trunc", "ufunc": "trunc"})
 
 
 def floor(x: Tensor) -> Tensor:

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ... import dtypes as _dt
 from ...errors import DTypeError, ShapeError, ShapeflowError
 from ...tensor import Tensor, describe
@@ -39,12 +37,13 @@ def check_float(op: str, x: Tensor) -> None:
                          "floats)")
 
 
-def lapack(op: str, what: str, fn, *arrays):
-    """fn(*arrays), NumPy's LinAlgError raised as shapeflow's, naming the op."""
+def lapack(xp, op: str, what: str, fn, *arrays):
+    """fn(*arrays) (a function of xp.linalg), its LinAlgError raised as shapeflow's, naming
+    the op."""
     try:
-        with np.errstate(all="ignore"):
+        with xp.errstate(all="ignore"):
             return fn(*arrays)
-    except np.linalg.LinAlgError as e:
+    except xp.linalg.LinAlgError as e:
         raise LinAlgError(f"{op}: {what} ({e})", op=op) from None
 
 
@@ -52,11 +51,11 @@ def singular(op: str):
     return lambda: LinAlgError(f"{op}: the input is singular: it cannot be inverted", op=op)
 
 
-def pack(*arrays: np.ndarray, batch: tuple) -> np.ndarray:
+def pack(xp, *arrays, batch: tuple):
     """Several outputs with the same batch dims as one array [*batch, total]."""
     # the tail size is spelled out: -1 cannot be inferred when a batch dim is 0
     flat = [a.reshape(batch + (math.prod(a.shape[len(batch):]),)) for a in arrays]
-    return np.concatenate(flat, axis=-1)
+    return xp.concatenate(flat, axis=-1)
 
 
 def unpack(packed: Tensor, shapes: list) -> list:

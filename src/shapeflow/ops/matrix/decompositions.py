@@ -8,9 +8,8 @@ backward through the engine's view gradients.
 
 from __future__ import annotations
 
+import math
 from collections import namedtuple
-
-import numpy as np
 
 from ...errors import GraphError, ShapeError
 from ...tensor import Tensor
@@ -56,9 +55,10 @@ class Cholesky(Op):
         return _KEEP_OUT
 
     def forward(self, a):
-        low = lapack(self.name, "the factorization could not be completed because the input "
-                     "is not positive-definite", np.linalg.cholesky, a)
-        return np.ascontiguousarray(np.swapaxes(low, -1, -2)) if self.upper else low
+        xp = self.device.xp
+        low = lapack(xp, self.name, "the factorization could not be completed because the "
+                     "input is not positive-definite", xp.linalg.cholesky, a)
+        return xp.ascontiguousarray(xp.swapaxes(low, -1, -2)) if self.upper else low
 
     def backward(self, g):
         (low,) = self.saved_tensors
@@ -95,11 +95,12 @@ class QR(Op):
         return _KEEP_OUT
 
     def forward(self, a):
-        q, r = lapack(self.name, "the factorization failed", np.linalg.qr, a,
+        xp = self.device.xp
+        q, r = lapack(xp, self.name, "the factorization failed", xp.linalg.qr, a,
                       "complete" if self.mode == "complete" else "reduced")
         if self.mode == "r":
-            q = np.zeros(self.batch + self.shapes[0], a.dtype)
-        return pack(q, r, batch=self.batch).astype(a.dtype, copy=False)
+            q = xp.zeros(self.batch + self.shapes[0], a.dtype)
+        return pack(xp, q, r, batch=self.batch).astype(a.dtype, copy=False)
 
     def backward(self, g):
         m, n = self.mn
@@ -168,19 +169,20 @@ class SVD(Op):
         else:
             self.shapes = [(k,)]
         self.batch, self.mnk = tuple(a.shape[:-2]), (m, n, k)
-        total = sum(int(np.prod(s)) for s in self.shapes)
+        total = sum(math.prod(s) for s in self.shapes)
         return self.batch + (total,), a.dtype
 
     def saved(self, a, out):
         return _KEEP_OUT
 
     def forward(self, a):
+        xp = self.device.xp
         what = "the SVD did not converge"
         if not self.uv:
-            s = lapack(self.name, what, np.linalg.svd, a, False, False)
+            s = lapack(xp, self.name, what, xp.linalg.svd, a, False, False)
             return s.reshape(self.batch + (self.mnk[2],)).astype(a.dtype, copy=False)
-        u, s, vh = lapack(self.name, what, np.linalg.svd, a, self.full)
-        return pack(u, s, vh, batch=self.batch).astype(a.dtype, copy=False)
+        u, s, vh = lapack(xp, self.name, what, xp.linalg.svd, a, self.full)
+        return pack(xp, u, s, vh, batch=self.batch).astype(a.dtype, copy=False)
 
     def backward(self, g):
         if not self.uv:
@@ -261,8 +263,9 @@ class SVDVals(Op):
         return (Saved.new("uv", self.batch + (m * k + k * n,), a.dtype),)
 
     def forward(self, a):
-        u, s, vh = lapack(self.name, "the SVD did not converge", np.linalg.svd, a, False)
-        self.uv = pack(u, vh, batch=u.shape[:-2]).astype(a.dtype, copy=False)
+        xp = self.device.xp
+        u, s, vh = lapack(xp, self.name, "the SVD did not converge", xp.linalg.svd, a, False)
+        self.uv = pack(xp, u, vh, batch=u.shape[:-2]).astype(a.dtype, copy=False)
         return s.astype(a.dtype, copy=False)
 
     def backward(self, gs):
@@ -300,9 +303,10 @@ class Eigh(Op):
         return _KEEP_OUT
 
     def forward(self, a):
-        w, v = lapack(self.name, "the eigenvalue algorithm did not converge", np.linalg.eigh, a,
-                      self.uplo)
-        return pack(w, v, batch=self.batch).astype(a.dtype, copy=False)
+        xp = self.device.xp
+        w, v = lapack(xp, self.name, "the eigenvalue algorithm did not converge",
+                      xp.linalg.eigh, a, self.uplo)
+        return pack(xp, w, v, batch=self.batch).astype(a.dtype, copy=False)
 
     def backward(self, g):
         (packed,) = self.saved_tensors
@@ -350,29 +354,31 @@ class Pinv(Op):
         return (X0, OUT)
 
     def forward(self, a):
+        xp = self.device.xp
         m, n = a.shape[-2], a.shape[-1]
         if a.size == 0:
-            return np.zeros(a.shape[:-2] + (n, m), a.dtype)
+            return xp.zeros(a.shape[:-2] + (n, m), a.dtype)
         if self.hermitian:  # as PyTorch: eigh of the lower triangle, cut on |eigenvalues|
-            w, v = lapack(self.name, "the eigenvalue algorithm did not converge",
-                          np.linalg.eigh, a)
-            keep = np.abs(w) > self._tolerance(np.abs(w).max(-1, keepdims=True), a)
-            inv = np.where(keep, 1.0 / np.where(keep, w, 1.0), 0.0)
-            return ((v * inv[..., None, :]) @ np.swapaxes(v, -1, -2)).astype(a.dtype)
-        u, s, vh = lapack(self.name, "the SVD did not converge", np.linalg.svd, a, False)
-        keep = s > self._tolerance(s[..., :1], a)
-        inv = np.where(keep, 1.0 / np.where(keep, s, 1.0), 0.0)
-        return (np.swapaxes(vh, -1, -2) * inv[..., None, :]) @ np.swapaxes(u, -1, -2)
+            w, v = lapack(xp, self.name, "the eigenvalue algorithm did not converge",
+                          xp.linalg.eigh, a)
+            keep = xp.abs(w) > self._tolerance(xp, xp.abs(w).max(-1, keepdims=True), a)
+            inv = xp.where(keep, 1.0 / xp.where(keep, w, 1.0), 0.0)
+            return ((v * inv[..., None, :]) @ xp.swapaxes(v, -1, -2)).astype(a.dtype)
+        u, s, vh = lapack(xp, self.name, "the SVD did not converge", xp.linalg.svd, a, False)
+        keep = s > self._tolerance(xp, s[..., :1], a)
+        inv = xp.where(keep, 1.0 / xp.where(keep, s, 1.0), 0.0)
+        return (xp.swapaxes(vh, -1, -2) * inv[..., None, :]) @ xp.swapaxes(u, -1, -2)
 
-    def _tolerance(self, top: np.ndarray, a: np.ndarray) -> np.ndarray:
+    def _tolerance(self, xp, top, a):
         """max(atol, rtol * largest) per matrix [..., 1]; rtol's default as PyTorch's."""
-        atol = np.asarray(0.0 if self.atol is None else self.atol, np.float64)
+        f64 = xp.float64
+        atol = xp.asarray(0.0 if self.atol is None else self.atol, f64)
         rtol = self.rtol
         if rtol is None:  # eps * max(m, n), or 0 where a positive atol is given
-            default = np.finfo(a.dtype).eps * max(a.shape[-2], a.shape[-1])
-            rtol = default if self.atol is None else np.where(atol > 0, 0.0, default)
-        rtol = np.asarray(rtol, np.float64)
-        return np.maximum(atol[..., None], rtol[..., None] * top)
+            default = xp.finfo(a.dtype).eps * max(a.shape[-2], a.shape[-1])
+            rtol = default if self.atol is None else xp.where(atol > 0, 0.0, default)
+        rtol = xp.asarray(rtol, f64)
+        return xp.maximum(atol[..., None], rtol[..., None] * top)
 
     def backward(self, g):
         a, p = self.saved_tensors
@@ -395,9 +401,9 @@ def pinv(a: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
 
 
 def _number(tol):
-    """A tolerance as a float or an array (a Tensor's values: they get no gradient)."""
+    """A tolerance as a float or a device array (a Tensor's values: they get no gradient)."""
     if isinstance(tol, Tensor):
-        return tol.detach().numpy()
+        return tol.detach()._data
     return tol
 
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-import numpy as np
-
 from ...errors import DTypeError, ShapeError
 from ...shape import broadcast_shapes
 from ...tensor import Tensor, describe
@@ -27,9 +25,9 @@ class Inv(Op):
         return (OUT,)
 
     def forward(self, a):
-        out = lapack(self.name, "the input is singular: it cannot be inverted",
-                     np.linalg.inv, a)
-        return out
+        xp = self.device.xp
+        return lapack(xp, self.name, "the input is singular: it cannot be inverted",
+                      xp.linalg.inv, a)
 
     def backward(self, g):
         (inv_a,) = self.saved_tensors
@@ -50,12 +48,13 @@ class Det(Op):
         return _KEEP_X_OUT
 
     def forward(self, a):
-        return np.asarray(np.linalg.det(a), a.dtype)
+        xp = self.device.xp
+        return xp.asarray(xp.linalg.det(a), a.dtype)
 
     def backward(self, g):
         a, det = self.saved_tensors
         scale = (g * det).unsqueeze(-1).unsqueeze(-1)
-        if a._data is None or (det._data != 0).all():
+        if a._data is None or (det._data != 0).all():  # meta: the shapes are the same
             return (scale * inv(a).mT,)
         return (g.unsqueeze(-1).unsqueeze(-1) * apply(Cofactors(), a),)
 
@@ -70,17 +69,18 @@ class Cofactors(Op):
         return a.shape, a.dtype
 
     def forward(self, a):
-        u, s, vh = lapack("linalg.det", "the SVD did not converge", np.linalg.svd, a)
+        xp = self.device.xp
+        u, s, vh = lapack(xp, "linalg.det", "the SVD did not converge", xp.linalg.svd, a)
         n = s.shape[-1]
         # prod over j != i of s_j, as prefix times suffix products (no division by 0)
-        ones = np.ones(s.shape[:-1] + (1,), s.dtype)
-        before = np.cumprod(np.concatenate([ones, s[..., :-1]], -1), -1)
-        after = np.flip(np.cumprod(np.concatenate([ones, np.flip(s, -1)[..., :-1]], -1), -1),
+        ones = xp.ones(s.shape[:-1] + (1,), s.dtype)
+        before = xp.cumprod(xp.concatenate([ones, s[..., :-1]], -1), -1)
+        after = xp.flip(xp.cumprod(xp.concatenate([ones, xp.flip(s, -1)[..., :-1]], -1), -1),
                         -1)
         others = before * after
-        sign = np.linalg.det(u) * np.linalg.det(vh)
+        sign = xp.linalg.det(u) * xp.linalg.det(vh)
         out = (u * others[..., None, :]) @ vh * sign[..., None, None]
-        return out.reshape(a.shape) if n else np.zeros_like(a)
+        return out.reshape(a.shape) if n else xp.zeros_like(a)
 
 
 class LogAbsDet(Op):
@@ -96,7 +96,8 @@ class LogAbsDet(Op):
         return (X0,)
 
     def forward(self, a):
-        return np.asarray(np.linalg.slogdet(a)[1], a.dtype)
+        xp = self.device.xp
+        return xp.asarray(xp.linalg.slogdet(a)[1], a.dtype)
 
     def backward(self, g):
         (a,) = self.saved_tensors
@@ -112,7 +113,8 @@ class DetSign(Op):
         return tuple(a.shape[:-2]), a.dtype
 
     def forward(self, a):
-        return np.asarray(np.linalg.slogdet(a)[0], a.dtype)
+        xp = self.device.xp
+        return xp.asarray(xp.linalg.slogdet(a)[0], a.dtype)
 
 
 class Solve(Op):
@@ -140,12 +142,13 @@ class Solve(Op):
         return _KEEP_X_OUT if a.requires_grad else (X0,)
 
     def forward(self, a, b):
+        xp = self.device.xp
         if a.ndim > 2 or b.ndim > 2:
-            batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-            a = np.broadcast_to(a, batch + a.shape[-2:])
-            b = np.broadcast_to(b, batch + b.shape[-2:])
-        return lapack(self.name, "the input is singular: the system has no unique solution",
-                      np.linalg.solve, a, b)
+            batch = xp.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+            a = xp.broadcast_to(a, batch + a.shape[-2:])
+            b = xp.broadcast_to(b, batch + b.shape[-2:])
+        return lapack(xp, self.name, "the input is singular: the system has no unique solution",
+                      xp.linalg.solve, a, b)
 
     def backward(self, g):
         saved = self.saved_tensors

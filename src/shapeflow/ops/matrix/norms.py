@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from ... import dtypes as _dt
 from ...errors import ShapeError
 from ...shape import normalize_dim
 from ...tensor import Tensor, describe
@@ -15,6 +16,8 @@ from ..reduce import sum as sum_
 from ._common import check_float, check_matrix
 from .decompositions import pinv, svdvals
 from .products import cross as _cross
+
+_EPS = {_dt.float32: 2.0 ** -23, _dt.float64: 2.0 ** -52}  # machine epsilon (NumPy's finfo)
 
 
 def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
@@ -79,13 +82,11 @@ def norm(a: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None) ->
 
 
 def _cutoff(a: Tensor, s: Tensor, atol, rtol) -> Tensor:
-    import numpy as np
-
     from ..elementwise import maximum
 
     if rtol is None:
-        rtol = 0.0 if atol is not None and atol > 0 else float(
-            np.finfo(a.dtype.np).eps) * max(a.shape[-2], a.shape[-1])
+        rtol = 0.0 if atol is not None and atol > 0 else _EPS[a.dtype] * max(a.shape[-2],
+                                                                              a.shape[-1])
     top = s.amax(-1, keepdim=True) if s.shape[-1] else s.sum(-1, keepdim=True)
     cut = top * rtol
     if atol is not None:

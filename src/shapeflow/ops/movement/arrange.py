@@ -4,15 +4,15 @@ as a view)."""
 
 from __future__ import annotations
 
-import numpy as np
-
 from ... import dtypes as _dt
 from ...device import meta
 from ...errors import DTypeError, ShapeError, ShapeIndexError, ShapeRuntimeError
 from ...shape import broadcast_shapes, normalize_dim
 from ...tensor import Tensor, describe
+from .. import meta_layout
 from ..base import Op, apply
 from .copies import flip, repeat
+from .index_arrays import INTP, add_at
 from .joins import _tensor_list, cat, stack
 from .padding import pad
 from .views import View, _view_apply, expand, reshape, transpose
@@ -35,7 +35,7 @@ class Roll(Op):
         return x.shape, x.dtype
 
     def forward(self, x):
-        return np.roll(x, self.shifts, self.axes)
+        return self.device.xp.roll(x, self.shifts, self.axes)
 
     def backward(self, g):
         return (apply(Roll(tuple(-s for s in self.shifts), self.axes), g),)
@@ -102,14 +102,14 @@ class RepeatInterleave(Op):
         return tuple(shape), x.dtype
 
     def forward(self, x):
-        return np.repeat(x, self.repeats, axis=self.d)
+        return self.device.xp.repeat(x, self.repeats, axis=self.d)
 
     def backward(self, g):
         r, d = self.repeats, self.d
         if isinstance(r, int):
             shape = tuple(self.in_shape)
             return (g.reshape(shape[:d] + (shape[d], r) + shape[d + 1:]).sum(d + 1),)
-        return (apply(SumGroups(r, d, tuple(self.in_shape)), g),)
+        return (apply(SumGroups(r, d, tuple(self.in_shape), self.out_size), g),)
 
 
 class SumGroups(Op):
@@ -117,20 +117,22 @@ class SumGroups(Op):
 
     name = "repeat_interleave_backward"
 
-    def __init__(self, counts: np.ndarray, d: int, in_shape: tuple) -> None:
-        self.counts, self.d, self.in_shape = counts, d, in_shape
+    def __init__(self, counts, d: int, in_shape: tuple, total) -> None:
+        # counts: a device array (None on meta), whose sum is total
+        self.counts, self.d, self.in_shape, self.total = counts, d, in_shape, total
 
     def infer(self, g):
         return self.in_shape, g.dtype
 
     def forward(self, g):
-        out = np.zeros(self.in_shape, g.dtype)
-        idx = np.repeat(np.arange(len(self.counts)), self.counts)
-        np.add.at(np.moveaxis(out, self.d, 0), idx, np.moveaxis(g, self.d, 0))
+        xp = self.device.xp
+        out = xp.zeros(self.in_shape, g.dtype)
+        idx = xp.repeat(xp.arange(len(self.counts)), self.counts)
+        add_at(xp, xp.moveaxis(out, self.d, 0), idx, xp.moveaxis(g, self.d, 0))
         return out
 
     def backward(self, gg):
-        return (apply(RepeatInterleave(self.counts, self.d, int(self.counts.sum())), gg),)
+        return (apply(RepeatInterleave(self.counts, self.d, self.total), gg),)
 
 
 def repeat_interleave(x: Tensor, repeats=None, dim: int | None = None, *,
@@ -142,7 +144,8 @@ def repeat_interleave(x: Tensor, repeats=None, dim: int | None = None, *,
         if counts.device is meta:
             raise ShapeError("repeat_interleave: the output size depends on the counts' values, "
                              "which a meta tensor does not have", op="repeat_interleave")
-        idx = np.repeat(np.arange(counts.shape[0]), counts._data)
+        xp = counts.device.xp
+        idx = xp.repeat(xp.arange(counts.shape[0]), counts._data)
         return Tensor._make(idx, idx.shape, _dt.int64, counts.device)
     if x.ndim == 0 and dim is not None:  # PyTorch: a 0-d tensor has no dim to repeat along
         raise ShapeIndexError(f"repeat_interleave: dim {dim} given for a 0-d tensor, which has "
@@ -173,7 +176,7 @@ def repeat_interleave(x: Tensor, repeats=None, dim: int | None = None, *,
                     raise ShapeError(
                         "repeat_interleave: the output size depends on the counts' values",
                         op="repeat_interleave", hint="pass output_size= on the meta device")
-                return apply(RepeatInterleave(np.zeros(0, np.int64), d, output_size), x)
+                return apply(RepeatInterleave(None, d, output_size), x)
             if (counts < 0).any():
                 raise ShapeError("repeat_interleave: repeats must be non-negative",
                                  op="repeat_interleave")
@@ -181,7 +184,7 @@ def repeat_interleave(x: Tensor, repeats=None, dim: int | None = None, *,
             if output_size is not None and output_size != total:
                 raise ShapeError(f"repeat_interleave: output_size {output_size} differs from "
                                  f"the counts' sum {total}", op="repeat_interleave")
-            return apply(RepeatInterleave(counts.astype(np.int64), d, total), x)
+            return apply(RepeatInterleave(counts.astype(INTP), d, total), x)
     if not isinstance(repeats, int) or repeats < 0:
         raise ShapeError(f"repeat_interleave: repeats must be a non-negative int or a tensor, "
                          f"got {repeats!r}", op="repeat_interleave")
@@ -295,7 +298,13 @@ class Unfold(View):
         return tuple(shape) + (self.size,), x.dtype
 
     def forward(self, x):
-        w = np.lib.stride_tricks.sliding_window_view(x, self.size, axis=self.d)
+        return self._windows(self.device.xp, x)
+
+    def meta_layout(self, arr):
+        return self._windows(meta_layout.host, arr)
+
+    def _windows(self, xp, x):
+        w = xp.lib.stride_tricks.sliding_window_view(x, self.size, axis=self.d)
         key = [slice(None)] * x.ndim
         key[self.d] = slice(None, None, self.step)
         return w[tuple(key)]
@@ -316,9 +325,10 @@ class Fold(Op):
         return self.in_shape, g.dtype
 
     def forward(self, g):
-        out = np.zeros(self.in_shape, g.dtype)
-        view = np.moveaxis(out, self.d, -1)
-        gm = np.moveaxis(g, self.d, -2)  # [..., windows, size]
+        xp = self.device.xp
+        out = xp.zeros(self.in_shape, g.dtype)
+        view = xp.moveaxis(out, self.d, -1)
+        gm = xp.moveaxis(g, self.d, -2)  # [..., windows, size]
         nwin = gm.shape[-2]
         for k in range(self.size):  # window offset k lands at k, k + step, ...
             view[..., k:k + self.step * (nwin - 1) + 1:self.step] += gm[..., k]

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import itertools
 
-import numpy as np
-
 from ... import dtypes as _dt
 from ...errors import DTypeError, ShapeRuntimeError
 from ...tensor import Tensor, describe
@@ -33,8 +31,10 @@ def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> T
     pick = itertools.combinations_with_replacement if with_replacement else \
         itertools.combinations
     rows = list(pick(range(input.shape[0]), r))
-    index = np.array(rows, dtype=np.int64).reshape(len(rows), r)
     from .flat_positions import _index
+    from .index_arrays import host
+
+    index = host.array(rows, dtype=host.int64).reshape(len(rows), r)  # a host plan
 
     return take(input, _index(index, input).reshape(index.shape))
 
@@ -59,11 +59,12 @@ def unravel_index(indices: Tensor, shape) -> tuple:
     if indices._data is None:  # meta: shapes only
         return tuple(Tensor._make(None, tuple(indices.shape), _dt.int64, indices.device)
                      for _ in shape)
-    rest = indices._data.astype(np.int64)
+    dev = indices.device
+    xp = dev.xp
+    rest = indices._data.astype(_dt.int64.np)
     coords = []
     for s in reversed(shape):
-        coords.append(np.mod(rest, s))
-        rest = np.floor_divide(rest, s)
-    dev = indices.device
-    return tuple(Tensor._make(dev.from_numpy(np.ascontiguousarray(c)), tuple(indices.shape),
-                              _dt.int64, dev) for c in reversed(coords))
+        coords.append(xp.mod(rest, s))
+        rest = xp.floor_divide(rest, s)
+    return tuple(Tensor._make(xp.ascontiguousarray(c), tuple(indices.shape), _dt.int64, dev)
+                 for c in reversed(coords))

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from ...errors import DTypeError, ShapeRuntimeError
 from ...shape import normalize_dims
 from ...tensor import Tensor, describe
@@ -18,7 +16,7 @@ class Clone(Op):
         return x.shape, x.dtype
 
     def forward(self, x):
-        return np.array(x, copy=True, order="C")
+        return self.device.xp.array(x, copy=True, order="C")
 
     def backward(self, g):
         return (g,)
@@ -83,7 +81,7 @@ class Repeat(Op):
         return tuple(s * r for s, r in zip(self.padded, self.sizes)), x.dtype
 
     def forward(self, x):
-        return np.tile(x.reshape(self.padded), self.sizes)
+        return self.device.xp.tile(x.reshape(self.padded), self.sizes)
 
     def backward(self, g):
         split = []
@@ -111,7 +109,7 @@ class Flip(Op):
         return x.shape, x.dtype
 
     def forward(self, x):
-        return np.flip(x, self.axes).copy() if self.axes else x.copy()
+        return self.device.xp.flip(x, self.axes).copy() if self.axes else x.copy()
 
     def backward(self, g):
         return (apply(Flip(self.axes), g),)
@@ -123,7 +121,7 @@ def flip(x: Tensor, dims) -> Tensor:
 
 class Tril(Op):
     name = "tril"
-    fn = staticmethod(np.tril)
+    fn = "tril"  # the namespace's function
 
     def __init__(self, diagonal: int = 0) -> None:
         self.diagonal = diagonal
@@ -136,7 +134,7 @@ class Tril(Op):
         return x.shape, x.dtype
 
     def forward(self, x):
-        return self.fn(x, self.diagonal)
+        return getattr(self.device.xp, self.fn)(x, self.diagonal)
 
     def backward(self, g):
         return (apply(type(self)(self.diagonal), g),)
@@ -144,7 +142,7 @@ class Tril(Op):
 
 class Triu(Tril):
     name = "triu"
-    fn = staticmethod(np.triu)
+    fn = "triu"
 
 
 def tril(x: Tensor, diagonal: int = 0) -> Tensor:

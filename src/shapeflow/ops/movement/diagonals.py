@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from ...autograd.autocast_state import hot as _autocast_hot
 from ...errors import ShapeError
 from ...shape import normalize_dim
 from ...tensor import Tensor, describe
 from .. import autocast as _autocast
+from .. import meta_layout
 from ..base import Op, apply
 from .views import View, _view_apply
 
@@ -42,12 +41,18 @@ class Diagonal(View):
         return rest + (_diag_len(x.shape[d1], x.shape[d2], self.offset),), x.dtype
 
     def forward(self, x):
+        return self._view(self.device.xp, x)
+
+    def meta_layout(self, arr):
+        return self._view(meta_layout.host, arr)
+
+    def _view(self, xp, x):
         # a writable view (np.diagonal's is read-only): x.diagonal().fill_(0) works
-        xm = np.moveaxis(x, (self.d1, self.d2), (-2, -1))
+        xm = xp.moveaxis(x, (self.d1, self.d2), (-2, -1))
         off = self.offset
         corner = xm[..., max(-off, 0):, max(off, 0):]
         n = _diag_len(xm.shape[-2], xm.shape[-1], off)
-        return np.lib.stride_tricks.as_strided(
+        return xp.lib.stride_tricks.as_strided(
             corner, corner.shape[:-2] + (n,),
             corner.strides[:-2] + (corner.strides[-2] + corner.strides[-1],))
 
@@ -68,9 +73,10 @@ class DiagScatter(Op):
         return self.shape, g.dtype
 
     def forward(self, g):
-        out = np.zeros(self.shape, g.dtype)
-        view = np.moveaxis(out, (self.d1, self.d2), (-2, -1))
-        i = np.arange(g.shape[-1])
+        xp = self.device.xp
+        out = xp.zeros(self.shape, g.dtype)
+        view = xp.moveaxis(out, (self.d1, self.d2), (-2, -1))
+        i = xp.arange(g.shape[-1])
         view[..., i + max(-self.offset, 0), i + max(self.offset, 0)] = g
         return out
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from ...errors import DTypeError, ShapeIndexError, ShapeRuntimeError
 from ...shape import dims_equal, format_shape, normalize_dim
 from ...tensor import Tensor, describe
 from ..base import X1, Op, apply
+from .index_arrays import INTP, add_at
 
 
 def _check_index_dtype(index: Tensor, op: str) -> None:
@@ -19,10 +18,11 @@ def _check_index_dtype(index: Tensor, op: str) -> None:
                          operands=[("index", describe(index))], hint="convert with .long()")
 
 
-def _check_bounds(index: np.ndarray, n: int, d: int, op: str) -> None:
-    """Index values must lie in [0, n) (gather/scatter/index_select do not wrap negatives)."""
+def _check_bounds(index, n: int, d: int, op: str) -> None:
+    """Index values (a device array) must lie in [0, n) (gather/scatter/index_select do not
+    wrap negatives)."""
     if index.size and (index.min() < 0 or index.max() >= n):
-        bad = index.min() if index.min() < 0 else index.max()
+        bad = int(index.min() if index.min() < 0 else index.max())
         raise ShapeIndexError(f"{op}: index {bad} is out of bounds for dim {d} with size {n}",
                                 op=op)
 
@@ -59,12 +59,12 @@ class IndexSelect(Op):
         return (X1,)
 
     def forward(self, x, index):
-        index = index.reshape(-1).astype(np.intp, copy=False)
+        index = index.reshape(-1).astype(INTP, copy=False)
         if x.ndim == 0:
             _check_bounds(index, 1, 0, "index_select")
             return x.copy()
         _check_bounds(index, x.shape[self.d], self.d, "index_select")
-        return np.take(x, index, axis=self.d)
+        return self.device.xp.take(x, index, axis=self.d)
 
     def backward(self, g):
         from ...factories import zeros
@@ -107,15 +107,16 @@ class IndexAdd(Op):
         return (X1,)
 
     def forward(self, x, index, source):
-        index = index.reshape(-1).astype(np.intp, copy=False)
-        out = np.array(x, copy=True)
+        xp = self.device.xp
+        index = index.reshape(-1).astype(INTP, copy=False)
+        out = xp.array(x, copy=True)
         src = source if self.alpha == 1 else source * self.alpha
         if x.ndim == 0:  # one element: add through a [1] view of it
             _check_bounds(index, 1, 0, "index_add")
-            np.add.at(out.reshape(1), index, src.reshape(1).astype(out.dtype, copy=False))
+            add_at(xp, out.reshape(1), index, src.reshape(1).astype(out.dtype, copy=False))
             return out
         _check_bounds(index, x.shape[self.d], self.d, "index_add")
-        np.add.at(out, (slice(None),) * self.d + (index,), src.astype(out.dtype, copy=False))
+        add_at(xp, out, (slice(None),) * self.d + (index,), src.astype(out.dtype, copy=False))
         return out
 
     def backward(self, g):

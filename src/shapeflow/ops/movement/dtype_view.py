@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from ... import dtypes as _dt
 from ...errors import ShapeRuntimeError
 from ...tensor import Tensor, describe
@@ -46,7 +44,8 @@ class ViewDtype(Op):
 
     def forward(self, x):
         if x.ndim and x.shape[-1] == 1 and x.strides[-1] != x.itemsize:
-            x = np.lib.stride_tricks.as_strided(x, strides=(*x.strides[:-1], x.itemsize))
+            x = self.device.xp.lib.stride_tricks.as_strided(
+                x, strides=(*x.strides[:-1], x.itemsize))
         return x.view(self.dtype.np)
 
 

@@ -2,44 +2,41 @@
 that write src where a view would be (select_scatter, slice_scatter, diagonal_scatter,
 as_strided_scatter), and put (flat indices).
 
-Each finds the positions once with NumPy on an arange of x's size, then reads them with
+Each finds the positions once on the host (NumPy, `index_arrays.host`) on an arange of x's
+size, moves them to x's device, then reads them with
 `take` or writes them with `index_copy` / `index_add` on x flattened: those primitives give
 the gradients (to both x and src), the meta shapes and the saved set.
 """
 
 from __future__ import annotations
 
-import numpy as np
-
 from ... import dtypes as _dt
 from ...errors import ShapeError, ShapeRuntimeError
 from ...shape import normalize_dim
 from ...tensor import Tensor, describe
+from .index_arrays import host
 
 METHODS = ("as_strided", "select_scatter", "slice_scatter", "diagonal_scatter",
            "as_strided_scatter", "put")
 __all__ = list(METHODS)
 
 
-def _positions(x: Tensor) -> np.ndarray:
+def _positions(x: Tensor):
+    """x's row-major flat positions in x's shape (a host array)."""
     shape = tuple(x.shape)
     if any(type(s) is not int for s in shape):
         raise ShapeError("flat positions need concrete sizes", op="as_strided",
                          operands=[("input", describe(x))])
-    return np.arange(int(np.prod(shape, dtype=np.int64)), dtype=np.int64).reshape(shape)
+    return host.arange(int(host.prod(shape, dtype=host.int64)), dtype=host.int64).reshape(shape)
 
 
-def _index(pos: np.ndarray, like: Tensor) -> Tensor:
-    """The positions as an int64 tensor on like's device (meta: shape only)."""
-    from ...device import meta
-
-    flat = np.ascontiguousarray(pos).reshape(-1)
-    if like.device is meta:
-        return Tensor._make(None, flat.shape, _dt.int64, meta)
+def _index(pos, like: Tensor) -> Tensor:
+    """The host positions as a 1-d int64 tensor on like's device (meta: shape only)."""
+    flat = host.ascontiguousarray(pos).reshape(-1)
     return Tensor._make(like.device.from_numpy(flat), flat.shape, _dt.int64, like.device)
 
 
-def _write(op: str, x: Tensor, pos: np.ndarray, src: Tensor) -> Tensor:
+def _write(op: str, x: Tensor, pos, src: Tensor) -> Tensor:
     """x with src written at the positions pos (src's shape must be pos's)."""
     from ..scatter import index_copy
 
@@ -53,7 +50,7 @@ def _write(op: str, x: Tensor, pos: np.ndarray, src: Tensor) -> Tensor:
     return out.reshape(tuple(x.shape))
 
 
-def _strided(pos: np.ndarray, x: Tensor, size, stride, storage_offset, op: str) -> np.ndarray:
+def _strided(pos, x: Tensor, size, stride, storage_offset, op: str):
     size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
     offset = 0 if storage_offset is None else int(storage_offset)
     if len(size) != len(stride):
@@ -70,7 +67,7 @@ def _strided(pos: np.ndarray, x: Tensor, size, stride, storage_offset, op: str) 
             op=op, operands=[("input", describe(x))])
     flat = pos.reshape(-1)
     item = flat.itemsize
-    return np.lib.stride_tricks.as_strided(flat[offset:] if offset < flat.size else flat[:0],
+    return host.lib.stride_tricks.as_strided(flat[offset:] if offset < flat.size else flat[:0],
                                            size, tuple(s * item for s in stride))
 
 
@@ -87,7 +84,7 @@ def as_strided_scatter(input: Tensor, src: Tensor, size, stride,  # noqa: A002
                        storage_offset=None) -> Tensor:
     """input with src written where as_strided(input, size, stride, offset) reads."""
     pos = _strided(_positions(input), input, size, stride, storage_offset, "as_strided_scatter")
-    if len(np.unique(pos)) != pos.size:  # PyTorch's rule: a write through overlap is ambiguous
+    if len(host.unique(pos)) != pos.size:  # PyTorch's rule: a write through overlap is ambiguous
         raise ShapeRuntimeError("as_strided_scatter: the strided view overlaps itself, so the "
                                 "values written are ambiguous", op="as_strided_scatter")
     return _write("as_strided_scatter", input, pos, src)
@@ -100,7 +97,7 @@ def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor: 
     if not -n <= index < n:
         raise ShapeError(f"select_scatter: index {index} out of range for dim {dim} of size "
                          f"{n}", op="select_scatter", operands=[("input", describe(input))])
-    pos = np.take(_positions(input), index, axis=d)
+    pos = host.take(_positions(input), index, axis=d)
     return _write("select_scatter", input, pos, src)
 
 
@@ -123,7 +120,7 @@ def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0,
     if d1 == d2:
         raise ShapeRuntimeError("diagonal_scatter: dim1 and dim2 cannot be the same "
                                 f"({dim1}, {dim2})", op="diagonal_scatter")
-    pos = np.diagonal(_positions(input), offset, d1, d2)
+    pos = host.diagonal(_positions(input), offset, d1, d2)
     return _write("diagonal_scatter", input, pos, src)
 
 
@@ -149,12 +146,12 @@ def put(input: Tensor, index: Tensor, source: Tensor,  # noqa: A002
     if index._data is not None and index._data.size:
         data = index._data.reshape(-1)
         if data.min() < -n or data.max() >= n:
-            bad = data.max() if data.max() >= n else data.min()
+            bad = int(data.max() if data.max() >= n else data.min())
             raise ShapeError(f"put: index {bad} out of range for tensor of {n} elements",
                              op="put", operands=[("input", describe(input))])
         if data.min() < 0:
-            flat_index = Tensor._make(np.where(data < 0, data + n, data), data.shape,
-                                      _dt.int64, index.device)
+            flat_index = Tensor._make(index.device.xp.where(data < 0, data + n, data),
+                                      data.shape, _dt.int64, index.device)
     src = source.reshape(-1)
     if src.dtype is not input.dtype:
         src = src.to(input.dtype)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from ...errors import DTypeError, ShapeRuntimeError
 from ...shape import normalize_dim
 from ...tensor import Tensor, describe
 from ..base import X1, Op, apply
 from .dim_index import _check_bounds, _check_index_dtype
+from .index_arrays import INTP, add_at
 from .padding import pad
 
 
@@ -21,8 +20,9 @@ def _le(a, b) -> bool:
     return dim_le(a, b) is not False
 
 
-def _scatter_coords(index: np.ndarray, dim: int) -> tuple:
-    coords = list(np.indices(index.shape, sparse=True))
+def _scatter_coords(xp, index, dim: int) -> tuple:
+    """The full coordinates index names along dim (a sparse grid in the other dims)."""
+    coords = list(xp.indices(index.shape, sparse=True))
     coords[dim] = index
     return tuple(coords)
 
@@ -60,7 +60,8 @@ class Gather(Op):
         _check_bounds(index, x.shape[self.d], self.d, "gather")
         lim = tuple(slice(None) if j == self.d else slice(0, s) for j, s in
                     enumerate(index.shape))
-        return np.take_along_axis(x[lim], index.astype(np.intp, copy=False), axis=self.d)
+        return self.device.xp.take_along_axis(x[lim], index.astype(INTP, copy=False),
+                                              axis=self.d)
 
     def backward(self, g):
         from ...factories import zeros
@@ -121,19 +122,20 @@ class ScatterAdd(Op):
         return (X1,)
 
     def forward(self, x, index, src=None):
-        out = np.array(x, copy=True)
+        xp = self.device.xp
+        out = xp.array(x, copy=True)
         if x.ndim == 0:
             out, index = out.reshape(1), index.reshape(-1)  # the index may hold k entries
             if src is not None:
                 src = src.reshape(-1)
         _check_bounds(index, out.shape[self.d], self.d, self.name)
-        coords = _scatter_coords(index.astype(np.intp, copy=False), self.d)
+        coords = _scatter_coords(xp, index.astype(INTP, copy=False), self.d)
         if src is None:
-            val = np.asarray(self.value, out.dtype)
+            val = xp.asarray(self.value, out.dtype)
         else:
             val = src[tuple(slice(0, s) for s in index.shape)]
         if self.accumulate:
-            np.add.at(out, coords, val)
+            add_at(xp, out, coords, val)
         else:
             out[coords] = val
         return out.reshape(x.shape)

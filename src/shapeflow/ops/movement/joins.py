@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from ... import dtypes as _dt
 from ...errors import DTypeError, ShapeRuntimeError
 from ...shape import dims_equal, format_shape, normalize_dim, prod_dims
@@ -140,12 +138,12 @@ class Cat(Op):
         return tuple(shape), dtype
 
     def forward(self, *arrays):
-        npd = self.dtype.np
+        npd, xp = self.dtype.np, self.device.xp
         parts = [a if a.dtype == npd else a.astype(npd)
                  for a, k in zip(arrays, self.keep) if k]
         if not parts:
-            return np.zeros((0,), npd)
-        return np.concatenate(parts, axis=self.d)
+            return xp.zeros((0,), npd)
+        return xp.concatenate(parts, axis=self.d)
 
     def backward(self, g):
         from ...factories import zeros

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from ... import dtypes as _dt
 from ...errors import DTypeError, ShapeRuntimeError
 from ...shape import broadcast_shapes
 from ...tensor import Tensor, describe
 from ..base import X1, Op, apply
 from .dim_index import index_select
+from .index_arrays import host
 
 
 class MaskedFill(Op):
@@ -31,7 +30,8 @@ class MaskedFill(Op):
         return (X1,)
 
     def forward(self, x, mask):
-        return np.where(mask, np.asarray(self.value).astype(x.dtype), x)
+        xp = self.device.xp
+        return xp.where(mask, xp.asarray(self.value).astype(x.dtype), x)
 
     def backward(self, g):
         (mask,) = self.saved_tensors
@@ -51,7 +51,7 @@ class MaskedFillTensor(MaskedFill):
         return (X1,)
 
     def forward(self, x, mask, value):
-        return np.where(mask, value.astype(x.dtype), x)
+        return self.device.xp.where(mask, value.astype(x.dtype), x)
 
     def backward(self, g):
         (mask,) = self.saved_tensors
@@ -65,10 +65,10 @@ class MaskedFillTensor(MaskedFill):
 
 def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
     """x with value where mask (broadcast) is true; a tensor value must be 0-d."""
-    if isinstance(mask, (np.ndarray, np.generic)):
-        from ...tensor import from_numpy
-
-        mask = from_numpy(np.asarray(mask))
+    if isinstance(mask, (host.ndarray, host.generic)):  # a host NumPy mask: onto x's device
+        m = host.asarray(mask)
+        mask = Tensor._make(x.device.from_numpy(m), m.shape, _dt.from_numpy_dtype(m.dtype),
+                            x.device)
     if isinstance(value, Tensor):
         if value.ndim != 0:
             raise ShapeRuntimeError(
@@ -126,14 +126,16 @@ class Pad(Op):
             x = x[tuple(slice(max(-a, 0), n - max(-b, 0)) for (a, b), n in
                         zip(self.pairs, x.shape))]
         width = [(max(a, 0), max(b, 0)) for a, b in self.pairs]
-        return np.pad(x, width, constant_values=np.asarray(self.value).astype(x.dtype))
+        xp = self.device.xp
+        return xp.pad(x, width, constant_values=xp.asarray(self.value).astype(x.dtype))
 
     def backward(self, g):
         return (apply(Pad(tuple(-v for v in self.pad), 0), g),)
 
 
-def _pad_index(n: int, a: int, b: int, mode: str) -> np.ndarray:
-    """Source positions for a dim of size n padded by (a, b); negative pads crop, as PyTorch."""
+def _pad_index(n: int, a: int, b: int, mode: str):
+    """Source positions (a host array) for a dim of size n padded by (a, b); negative pads
+    crop, as PyTorch."""
     if n + a + b <= 0:
         raise ShapeRuntimeError(f"pad: padding ({a}, {b}) leaves nothing of a dim of size {n}",
                                 op="pad")
@@ -144,20 +146,20 @@ def _pad_index(n: int, a: int, b: int, mode: str) -> np.ndarray:
             raise ShapeRuntimeError(
                 f"pad: circular padding ({a}, {b}) must not exceed the dim size {n} and must "
                 f"leave some of it", op="pad")
-        return lo + np.arange(-max(a, 0), m + max(b, 0)) % m
-    i = np.arange(-a, n + b)  # reflect and replicate index the whole dim
+        return lo + host.arange(-max(a, 0), m + max(b, 0)) % m
+    i = host.arange(-a, n + b)  # reflect and replicate index the whole dim
     if mode == "reflect":
         if a >= n or b >= n:
             raise ShapeRuntimeError(
                 f"pad: reflect padding ({a}, {b}) must be smaller than the dim size {n}",
                 op="pad")
         period = 2 * (n - 1)
-        j = np.abs(i) % period if period else np.zeros_like(i)
-        return np.where(j >= n, period - j, j)
-    return np.clip(i, 0, n - 1)
+        j = host.abs(i) % period if period else host.zeros_like(i)
+        return host.where(j >= n, period - j, j)
+    return host.clip(i, 0, n - 1)
 
 
-def _reflect_fill(out: np.ndarray, pairs) -> None:
+def _reflect_fill(out, pairs) -> None:
     """Fill the edges of out, its interior already written, with the interior's reflection,
     one padded dim at a time from the last (later dims copy whole, already padded planes)."""
     for d in range(out.ndim - 1, -1, -1):
@@ -174,7 +176,7 @@ def _reflect_fill(out: np.ndarray, pairs) -> None:
                                   -1),)]
 
 
-def _reflect_fold(g: np.ndarray, pairs) -> np.ndarray:
+def _reflect_fold(g, pairs):
     """The adjoint of _reflect_fill: each edge entry added back to the interior entry it
     copied, then the interior cut out (dims first to last: the reverse of the fill)."""
     for d in range(g.ndim):
@@ -206,7 +208,8 @@ class ReflectPad(Op):
         return tuple(s + a + b for s, (a, b) in zip(x.shape, self.pairs)), x.dtype
 
     def forward(self, x):
-        out = np.empty(tuple(s + a + b for s, (a, b) in zip(x.shape, self.pairs)), x.dtype)
+        out = self.device.xp.empty(tuple(s + a + b for s, (a, b) in zip(x.shape, self.pairs)),
+                                   x.dtype)
         out[tuple(slice(a, a + s) for s, (a, _) in zip(x.shape, self.pairs))] = x
         _reflect_fill(out, self.pairs)
         return out
@@ -227,7 +230,7 @@ class ReflectPadBackward(Op):
         return tuple(s - a - b for s, (a, b) in zip(g.shape, self.pairs)), g.dtype
 
     def forward(self, g):
-        return np.ascontiguousarray(_reflect_fold(g, self.pairs))
+        return self.device.xp.ascontiguousarray(_reflect_fold(g, self.pairs))
 
     def backward(self, gg):
         return (apply(ReflectPad(self.pairs), gg),)

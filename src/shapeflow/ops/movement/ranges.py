@@ -1,15 +1,17 @@
 """Made-from-sizes tensors that PyTorch lists with its factories: logspace, tril_indices and
 triu_indices (the positions of a matrix's lower or upper triangle), and empty_strided /
-empty_permuted (shapeflow's data are row-major: their strides and layouts set no layout)."""
+empty_permuted (shapeflow's data are row-major: their strides and layouts set no layout).
+
+As the factories do, each fills its values on the host (`index_arrays.host`) and the device
+takes them with `from_numpy`."""
 
 from __future__ import annotations
-
-import numpy as np
 
 from ... import dtypes as _dt
 from ...errors import DTypeError, ShapeRuntimeError
 from ...factories import _make
 from ...tensor import Tensor
+from .index_arrays import host
 
 
 def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=None,
@@ -20,8 +22,8 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=N
                                 op="logspace")
     if dtype is not None and _dt.get_dtype(dtype) is _dt.bool_:
         raise DTypeError("logspace: not implemented for bool", op="logspace")
-    return _make(((steps,),), dtype, device, requires_grad, lambda s, d: np.power(
-        float(base), np.linspace(start, end, steps, dtype=np.float64)).astype(d))
+    return _make(((steps,),), dtype, device, requires_grad, lambda s, d: host.power(
+        float(base), host.linspace(start, end, steps, dtype=host.float64)).astype(d))
 
 
 def _triangle(op: str, lower: bool, row: int, col: int, offset: int, dtype, device) -> Tensor:
@@ -31,9 +33,9 @@ def _triangle(op: str, lower: bool, row: int, col: int, offset: int, dtype, devi
     dt = _dt.int64 if dtype is None else _dt.get_dtype(dtype)
     if dt.category != 1 or dt is _dt.bool_:
         raise DTypeError(f"{op}: dtype must be an integer dtype, got {dt}", op=op)
-    rows, cols = (np.tril_indices if lower else np.triu_indices)(row, offset, col)
+    rows, cols = (host.tril_indices if lower else host.triu_indices)(row, offset, col)
     return _make(((2, rows.size),), dt, device, False,
-                 lambda s, d: np.stack([rows, cols]).astype(d).reshape(s))
+                 lambda s, d: host.stack([rows, cols]).astype(d).reshape(s))
 
 
 def tril_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None) -> Tensor:

@@ -4,8 +4,6 @@ them uninitialized). Not differentiable: a tensor that requires grad is refused,
 
 from __future__ import annotations
 
-import numpy as np
-
 from ...errors import GraphError, ShapeRuntimeError
 from ...tensor import Tensor, describe
 
@@ -28,12 +26,14 @@ def resize_(input: Tensor, *size, memory_format=None) -> Tensor:  # noqa: A002
     if tuple(input.shape) == size:
         return input
     if input._data is not None:
-        n = int(np.prod(size, dtype=np.int64))
+        n = 1
+        for s in size:
+            n *= s
         flat = input._data.reshape(-1)
-        data = np.zeros(n, flat.dtype)
+        data = input.device.xp.zeros(n, flat.dtype)
         keep = min(n, flat.size)
         data[:keep] = flat[:keep]
-        input._data = input.device.from_numpy(data.reshape(size))
+        input._data = data.reshape(size)
     input.shape = Tensor._make(None, size, input.dtype, input.device).shape
     input._version[0] += 1
     input._version[1] = "resize_"

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import operator
 
-import numpy as np
-
 from ...errors import DTypeError, ShapeIndexError, ShapeRuntimeError
 from ...shape import format_shape, normalize_dim
 from ...tensor import Tensor, describe
@@ -125,7 +123,7 @@ class IndexBackward(Op):
         return self.in_shape, g.dtype
 
     def forward(self, g):
-        out = np.zeros(self.in_shape, g.dtype)
+        out = self.device.xp.zeros(self.in_shape, g.dtype)
         out[self.key + (Ellipsis,)] = g
         return out
 

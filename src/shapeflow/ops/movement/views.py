@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from ...errors import ShapeError, ShapeIndexError, ShapeRuntimeError
 from ...shape import (
     dims_equal,
@@ -24,8 +22,9 @@ class View(Op):
 
     is_view = True
 
-    def meta_layout(self, arr: np.ndarray) -> np.ndarray | None:
-        """The op on a meta layout array (a view, or None where NumPy would copy)."""
+    def meta_layout(self, arr):
+        """The op on a meta layout array, a host NumPy array (a view, or None where NumPy
+        would copy); views that need a namespace override it with the host's."""
         return self.forward(arr)
 
 
@@ -36,7 +35,7 @@ def _view_apply(op: View, x: Tensor) -> Tensor:
             return out  # NumPy would copy here: the meta tensor gets memory of its own
         out._version = x._version
         out._base = x if x._base is None else x._base
-    elif np.may_share_memory(out._data, x._data):
+    elif x.device.xp.may_share_memory(out._data, x._data):
         out._version = x._version  # in-place changes through either are seen by both
         out._base = x if x._base is None else x._base
     return out
@@ -164,7 +163,10 @@ class Expand(View):
         return self.out_shape, x.dtype
 
     def forward(self, x):
-        return np.broadcast_to(x, self.out_shape)
+        return self.device.xp.broadcast_to(x, self.out_shape)
+
+    def meta_layout(self, arr):
+        return meta_layout.host.broadcast_to(arr, self.out_shape)
 
     def backward(self, g):
         return (g,)  # the engine sums g back to the input's shape
@@ -189,10 +191,13 @@ class Permute(View):
         return tuple(x.shape[d] for d in dims), x.dtype
 
     def forward(self, x):
-        return np.transpose(x, self.dims)
+        return x.transpose(self.dims)
 
     def backward(self, g):
-        return (g.permute(tuple(np.argsort(self.dims).tolist())),)
+        inverse = [0] * len(self.dims)
+        for i, d in enumerate(self.dims):
+            inverse[d] = i
+        return (g.permute(tuple(inverse)),)
 
 
 def reshape(x: Tensor, *shape) -> Tensor:

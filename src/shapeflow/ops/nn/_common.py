@@ -1,8 +1,6 @@
-"""Helpers the nn op families share: recording checks, compute dtypes, row blocks."""
+"""Helpers the nn op families share: recording checks, compute dtypes, rows views."""
 
 from __future__ import annotations
-
-import numpy as np
 
 from ... import dtypes as _dt
 from ...autograd import grad_mode
@@ -10,7 +8,6 @@ from ...errors import DTypeError
 from ...tensor import Tensor, describe
 from ..base import LAYER_INPUT, Saved
 
-_CHUNK = 1 << 16  # elements per block of rows (256 KiB of float32: stays in L2)
 _LAYER_X = Saved.input(0, LAYER_INPUT)
 
 
@@ -28,7 +25,7 @@ def _create_graph() -> bool:
 
 def _compute_np(dt: _dt.DType):
     """float16/bfloat16 are computed in float32 (as PyTorch's CPU kernels do)."""
-    return dt.np if dt is _dt.float32 or dt is _dt.float64 else np.dtype(np.float32)
+    return dt.np if dt is _dt.float32 or dt is _dt.float64 else _dt.float32.np
 
 
 def _stat_dtype(dt: _dt.DType) -> _dt.DType:
@@ -52,13 +49,6 @@ def _dense(g: Tensor) -> Tensor:
     return g
 
 
-def _blocks(rows: int, n: int):
-    """Slices of rows covering [0, rows), each about _CHUNK elements."""
-    step = max(1, _CHUNK // max(n, 1))
-    for i in range(0, rows, step):
-        yield slice(i, i + step)
-
-
-def _as_rows(a: np.ndarray, n: int) -> np.ndarray:
+def _as_rows(a, n: int):
     """The array as [rows, n] over its trailing elements (a view when it can be)."""
     return a.reshape(-1, n) if n else a.reshape(a.size, 0)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from ...tensor import Tensor
 from ..base import OUT_ACT, X0_ACT, Op, apply
 from ..elementwise import where
@@ -24,7 +22,7 @@ class LeakyRelu(Op):
         return (OUT_ACT,) if self.slope > 0 else (X0_ACT,)
 
     def forward(self, x):
-        return np.where(x > 0, x, x * x.dtype.type(self.slope))
+        return self.device.xp.where(x > 0, x, x * x.dtype.type(self.slope))
 
     def backward(self, g):
         (t,) = self.saved_tensors
@@ -45,7 +43,8 @@ class Elu(Op):
         return (OUT_ACT,) if self.alpha > 0 else (X0_ACT,)
 
     def forward(self, x):
-        return np.where(x > 0, x, np.expm1(np.minimum(x, 0)) * x.dtype.type(self.alpha))
+        xp = self.device.xp
+        return xp.where(x > 0, x, xp.expm1(xp.minimum(x, 0)) * x.dtype.type(self.alpha))
 
     def backward(self, g):
         (t,) = self.saved_tensors

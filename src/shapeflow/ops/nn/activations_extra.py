@@ -8,8 +8,6 @@ meta shapes and grad-of-grad come from those.
 
 from __future__ import annotations
 
-import numpy as np
-
 from ... import dtypes as _dt
 from ...autograd.autocast_state import hot as _autocast_hot
 from ...errors import ArgumentError, DTypeError, ShapeRuntimeError
@@ -53,7 +51,7 @@ class Hardtanh(Op):
 
     def forward(self, x):
         t = x.dtype.type
-        return np.clip(x, t(self.lo), t(self.hi))
+        return self.device.xp.clip(x, t(self.lo), t(self.hi))
 
     def backward(self, g):
         (x,) = self.saved_tensors

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ... import dtypes as _dt
 from ...autograd.autocast_state import hot as _autocast_hot
-from ...backend.cpu import gemm, kernels
 from ...errors import DTypeError, ShapeError, ShapeRuntimeError
 from ...random import get_rng
 from ...shape import broadcast_shapes, dims_equal, format_shape
@@ -19,7 +16,7 @@ from ..base import ATTENTION, DROPOUT_MASK, LAYER_INPUT, Op, Saved, apply
 from ..elementwise import where
 from ._common import _as_rows, _create_graph, _dense, _need_float
 from .dropout import _mask_scale
-from .softmax import SoftmaxBackward, _softmax_rows, softmax
+from .softmax import SoftmaxBackward, softmax
 
 
 class Attention(Op):
@@ -103,34 +100,31 @@ class Attention(Op):
         return kept
 
     def forward(self, q, k, v, mask=None):
-        s = gemm.matmul_nd(q, np.swapaxes(k, -1, -2))
+        kern = self.device.kernels
+        xp = kern.xp
+        s = kern.bmm(q, xp.swapaxes(k, -1, -2))
         L, S = s.shape[-2:]
-        if not (mask is None and s.size and kernels.softmax_rows(
-                _as_rows(s, S), self.scale, L if self.is_causal else 0, True)):
-            self._softmax_numpy(s, mask)  # else: scale, mask and softmax in one compiled pass
-        self.probs = s
-        if self.p > 0:
-            r = np.asarray(get_rng(self.generator).random(s.shape, dtype=np.float32))
-            keep = r >= self.p
-            pd = np.multiply(s, keep, out=r if s.dtype == np.float32 else None)
-            pd *= pd.dtype.type(1.0 / (1.0 - self.p) if self.p < 1 else 0.0)
-            self.keep, self.dropped = keep, pd
-            return gemm.matmul_nd(pd, v)
-        return gemm.matmul_nd(s, v)
-
-    def _softmax_numpy(self, s: np.ndarray, mask) -> None:
-        """softmax(s * scale + mask) in place, in NumPy passes."""
-        L, S = s.shape[-2:]
-        s *= s.dtype.type(self.scale)  # scale the scores in place: no scaled copy of q
-        if self.is_causal:
-            np.minimum(s, _causal_bound(L, S, s.dtype), out=s)
-        elif mask is not None:
-            if mask.dtype == np.bool_:
-                np.copyto(s, -np.inf, where=~mask)
+        if mask is None:  # scale, causal mask and softmax in one pass (compiled on the cpu)
+            if s.size:
+                kern.softmax_rows(_as_rows(s, S), self.scale, L if self.is_causal else 0, True)
+        else:
+            s *= s.dtype.type(self.scale)  # scale the scores in place: no scaled copy of q
+            if mask.dtype == _dt.bool_.np:
+                xp.copyto(s, -math.inf, where=~mask)
             else:
                 s += mask
-        if s.size:
-            _softmax_rows(_as_rows(s, S), _as_rows(s, S), False, zero_empty=True)
+            if s.size:
+                kern.softmax_blocked(_as_rows(s, S), _as_rows(s, S), False, zero_empty=True)
+        self.probs = s
+        if self.p > 0:
+            f32 = _dt.float32.np
+            r = self.device.from_numpy(get_rng(self.generator).random(s.shape, dtype=f32))
+            keep = r >= self.p
+            pd = xp.multiply(s, keep, out=r if s.dtype == f32 else None)
+            pd *= pd.dtype.type(1.0 / (1.0 - self.p) if self.p < 1 else 0.0)
+            self.keep, self.dropped = keep, pd
+            return kern.bmm(pd, v)
+        return kern.bmm(s, v)
 
     def backward(self, g):
         return self._math_backward(list(self.saved_tensors), g)
@@ -179,31 +173,11 @@ class Attention(Op):
         return (dq, dk, dv) + ((dm,) if self.mask_kind else ())
 
 
-_causal_bounds: dict = {}
-
-
-def _causal_bound(L: int, S: int, dtype) -> np.ndarray:
-    """[L, S]: +inf where a causal query may look, -inf above the diagonal.
-
-    np.minimum with it masks the scores in one broadcast pass (a masked copyto is ~10x
-    slower), and sends +inf scores above the diagonal to -inf too, as masked_fill does.
-    """
-    key = (L, S, np.dtype(dtype))
-    bound = _causal_bounds.get(key)
-    if bound is None:
-        if len(_causal_bounds) > 16:
-            _causal_bounds.clear()
-        bound = np.where(np.triu(np.ones((L, S), bool), 1), -np.inf, np.inf).astype(dtype)
-        _causal_bounds[key] = bound
-    return bound
-
-
 def _causal_keep(s: Tensor) -> Tensor:
     """The [L, S] bool mask of positions a causal query may see (top-left aligned)."""
     L, S = s.shape[-2:]
-    if s._data is None:
-        return Tensor._make(None, (L, S), _dt.bool_, s.device)
-    return Tensor._make(np.tril(np.ones((L, S), bool)), (L, S), _dt.bool_, s.device)
+    xp = s.device.xp
+    return Tensor._make(xp.tril(xp.ones((L, S), bool)), (L, S), _dt.bool_, s.device)
 
 
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask=None,

@@ -10,11 +10,7 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ... import dtypes as _dt
-from ...backend.cpu import kernels
-from ...device import meta
 from ...errors import DTypeError, ShapeError
 from ...shape import dims_equal, format_shape
 from ...tensor import Tensor, describe
@@ -24,7 +20,7 @@ from ._common import _LAYER_X, _compute_np, _create_graph, _need_float, _recordi
 _W = Saved.input(1)
 
 
-def _rows(a: np.ndarray) -> np.ndarray:
+def _rows(a):
     """[N, C, *spatial] as [N, C, L] (a view when contiguous)."""
     return a.reshape(a.shape[0], a.shape[1], -1)
 
@@ -88,35 +84,15 @@ class BatchNorm(Op):
         x3 = _rows(x)
         if x3.dtype != cdt:
             x3 = x3.astype(cdt)
-        fused = kernels.batch_norm(x3, w, b, self.eps) if self.training else None
-        if fused is not None:  # float32: statistics and output in three passes
-            out, mean, invstd, sq = fused
-            if self.want_stats:
-                n = x3.shape[0] * x3.shape[2]
-                self.batch_stats = (mean, sq / max(n - 1, 1))
-            if self.need_stats:
-                self.mean, self.invstd = mean, invstd
-            return out.reshape(x.shape)
-        if self.training:
+        # float32 with the batch's statistics: three compiled passes; else NumPy's
+        out, mean, invstd, sq = self.device.kernels.batch_norm(
+            x3, w, b, self.eps, None if self.training else self.running)
+        if self.want_stats:  # for the running estimate: the unbiased variance
             n = x3.shape[0] * x3.shape[2]
-            mean = np.add.reduce(np.add.reduce(x3, axis=2), axis=0) / n
-            xc = x3 - mean[:, None]
-            sq = np.einsum("ncl,ncl->c", xc, xc)
-            var = sq / n
-            if self.want_stats:  # for the running estimate: the unbiased variance
-                self.batch_stats = (mean, sq / max(n - 1, 1))
-        else:
-            rm, rv = self.running
-            mean, var = rm.astype(cdt), rv.astype(cdt)
-            xc = x3 - mean[:, None]
-        invstd = 1.0 / np.sqrt(var + self.eps)
-        scale = invstd if w is None else invstd * w
-        xc *= scale.astype(cdt, copy=False)[:, None]
-        if b is not None:
-            xc += b.astype(cdt, copy=False)[:, None]
+            self.batch_stats = (mean, sq / max(n - 1, 1))
         if self.need_stats:
-            self.mean, self.invstd = mean.astype(cdt), invstd.astype(cdt)
-        return xc.reshape(x.shape).astype(x.dtype, copy=False)
+            self.mean, self.invstd = mean, invstd
+        return out.reshape(x.shape).astype(x.dtype, copy=False)
 
     def backward(self, g):
         saved = list(self.saved_tensors)
@@ -177,23 +153,10 @@ class BatchNormBackward(Op):
         g3, x3 = _rows(g), _rows(x)
         if g3.dtype != cdt:
             g3, x3 = g3.astype(cdt), x3.astype(cdt)
-        fused = kernels.batch_norm_backward(g3, x3, mean, invstd, w, self.training)
-        if fused is not None:  # float32: sums, then dx, in two passes
-            dx, self.dw, self.db = fused
-            return dx.reshape(x.shape)
-        n = x3.shape[0] * x3.shape[2]
-        sum_g = np.add.reduce(np.add.reduce(g3, axis=2), axis=0)
-        dot = np.einsum("ncl,ncl->c", g3, x3) - mean * sum_g  # sum g * (x - mean)
-        k1 = invstd if w is None else invstd * w.astype(cdt, copy=False)
-        if self.training:
-            k2 = -k1 * invstd * invstd * dot / n
-            k3 = -k1 * sum_g / n - mean * k2
-        dx = g3 * k1[:, None]
-        if self.training:
-            dx += x3 * k2[:, None]
-            dx += k3[:, None]
-        self.dw = (dot * invstd).astype(x.dtype)
-        self.db = sum_g.astype(x.dtype)
+        # float32: sums, then dx, in two compiled passes; else NumPy's
+        dx, dw, db = self.device.kernels.batch_norm_backward(g3, x3, mean, invstd, w,
+                                                              self.training)
+        self.dw, self.db = dw.astype(x.dtype, copy=False), db.astype(x.dtype, copy=False)
         return dx.reshape(x.shape).astype(x.dtype, copy=False)
 
 
@@ -211,11 +174,10 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
                              f"(the input's dim 1)", op=op,
                              operands=[("input", describe(input)), (name, describe(t))])
     update = training and running_mean is not None and running_var is not None
-    running = None
-    if not training and input.device is not meta:
-        running = (running_mean._data, running_var._data)
+    # on meta forward does not run: no statistics come back and nothing is written
+    running = None if training else (running_mean._data, running_var._data)
     kernel = BatchNorm(training, eps, weight is not None, bias is not None, running,
-                       want_stats=update and input.device is not meta)
+                       want_stats=update)
     extra = tuple(t for t in (weight, bias) if t is not None)
     out = apply(kernel, input, *extra)
     if update:

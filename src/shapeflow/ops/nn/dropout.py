@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import warnings
 
-import numpy as np
-
 from ... import dtypes as _dt
 from ...errors import ShapeError, ShapeRuntimeError
 from ...random import get_rng
@@ -31,13 +29,13 @@ class Dropout(Op):
         return (Saved.new("mask", x.shape, _dt.bool_, DROPOUT_MASK),)
 
     def forward(self, x):
-        rng = get_rng(self.generator)
-        if x.dtype == np.float32:
-            r = np.asarray(rng.random(x.shape, dtype=np.float32))
+        rng = get_rng(self.generator)  # draws on the host, moved (free on cpu)
+        if x.dtype == _F32:
+            r = self.device.from_numpy(rng.random(x.shape, dtype=_F32))
             mask = r >= self.p
-            out = np.multiply(x, np.float32(self.scale), out=r)  # reuse the random buffer
+            out = self.device.xp.multiply(x, _F32.type(self.scale), out=r)  # reuse the draws
         else:  # no buffer to reuse: draw in blocks, so the float32 draws are never whole
-            mask = keep_mask(rng, x.shape, self.p)
+            mask = keep_mask(self.device, rng, x.shape, self.p)
             out = x * x.dtype.type(self.scale)
         out *= mask
         self.mask = mask
@@ -49,15 +47,17 @@ class Dropout(Op):
 
 
 BLOCK = 1 << 16  # float32 draws per block: the same stream as one whole draw
+_F32 = _dt.float32.np
 
 
-def keep_mask(rng, shape: tuple, p: float) -> np.ndarray:
-    """rng.random(shape, float32) >= p, drawn block by block (scratch: one block)."""
-    mask = np.empty(shape, np.bool_)
+def keep_mask(device, rng, shape: tuple, p: float):
+    """rng.random(shape, float32) >= p on `device`, drawn on the host block by block
+    (scratch: one block)."""
+    mask = device.xp.empty(shape, _dt.bool_.np)
     flat = mask.reshape(-1)
     for a in range(0, flat.size, BLOCK):
-        np.greater_equal(rng.random(min(BLOCK, flat.size - a), dtype=np.float32), p,
-                         out=flat[a:a + BLOCK])
+        flat[a:a + BLOCK] = device.from_numpy(rng.random(min(BLOCK, flat.size - a),
+                                                         dtype=_F32) >= p)
     return mask
 
 
@@ -74,7 +74,7 @@ class MaskScale(Op):
         return g.shape, g.dtype
 
     def forward(self, g, mask):
-        out = np.multiply(g, mask, dtype=g.dtype)
+        out = self.device.xp.multiply(g, mask, dtype=g.dtype)
         out *= g.dtype.type(self.scale)
         return out
 
@@ -133,13 +133,13 @@ class NoiseDropout(Op):
         return (Saved.new("mask", self.noise_shape, _dt.bool_, DROPOUT_MASK),)
 
     def forward(self, x):
-        mask = keep_mask(get_rng(self.generator), self.noise_shape, self.p)
+        mask = keep_mask(self.device, get_rng(self.generator), self.noise_shape, self.p)
         self.mask = mask
         t = x.dtype.type
         out = x * mask
         out *= t(self.scale)
         if self.alpha:  # the dropped places get alpha*a*(p-1), the kept ones alpha*a*p more
-            out += np.where(mask, t(SELU_ALPHA * self.scale * self.p),
+            out += self.device.xp.where(mask, t(SELU_ALPHA * self.scale * self.p),
                             t(SELU_ALPHA * self.scale * (self.p - 1)))
         return out
 

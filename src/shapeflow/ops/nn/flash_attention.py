@@ -2,7 +2,7 @@
 
 Forward walks blocks of 128 queries; each sees its keys in panels of up to 512 (causal
 blocks stop at the diagonal). With one panel (S <= 512) the block's softmax and its row
-logsumexp come out of one compiled pass (flash_blocks, kernels.c); with more, an online
+logsumexp come out of one kernel (`flash_softmax_lse`: compiled on the cpu); with more, an online
 softmax (a running max and sum per row) rescales what earlier panels added. So the [L, S]
 probabilities never exist at once; it saves q, k, v, the output and the row logsumexp
 [..., L] (float32), as PyTorch's CPU flash kernel does. Backward recomputes each block's
@@ -14,18 +14,15 @@ draws the same ones instead of keeping them. float16/bfloat16 run in float32 blo
 from __future__ import annotations
 
 import enum
+import math
 import threading
 
-import numpy as np
-
 from ... import dtypes as _dt
-from ...backend.cpu import kernels
 from ...errors import GraphError
 from ...random import get_rng
 from ...tensor import Tensor
 from ..base import ATTENTION_OUTPUT, LAYER_INPUT, Saved
-from . import flash_blocks as blocks
-from ._common import _compute_np, _create_graph
+from ._common import _create_graph
 from .attention import Attention
 
 QBLOCK = 128  # queries per block
@@ -52,68 +49,71 @@ class FlashAttention(Attention):
                        Saved.new("logsumexp", self.scores_shape[:-1], lse, ATTENTION_OUTPUT))
 
     def forward(self, q, k, v, mask=None):
-        work = np.dtype(_compute_np(_dt.from_numpy_dtype(q.dtype)))
-        q, k, v, mask = _broadcast(q, k, v, mask)
+        kern = self.device.kernels
+        xp = kern.xp
+        work = _work(q.dtype)
+        q, k, v, mask = _broadcast(xp, q, k, v, mask)
         # 16-bit: each block is computed in float32 and rounded into the output, so no
         # whole float32 output exists next to it
-        out = heads_last(q.shape[:-1] + (v.shape[-1],), q.dtype)
-        lse = np.empty(q.shape[:-1], np.float64 if work == np.float64 else np.float32)
+        out = heads_last(xp, q.shape[:-1] + (v.shape[-1],), q.dtype)
+        lse = xp.empty(q.shape[:-1], work)
         self.seed = int(get_rng(self.generator).integers(2**62)) if self.p > 0 else None
         for g, g0 in _groups(q.shape, k.shape[-2], v.shape[-1], work, work != q.dtype,
                              self.p):
-            self._forward_group(q[g], k[g], v[g], None if mask is None else mask[g], out[g],
-                                lse[g], g0, work)
+            self._forward_group(kern, q[g], k[g], v[g], None if mask is None else mask[g],
+                                out[g], lse[g], g0, work)
         self.logsumexp = lse
         return out
 
-    def _forward_group(self, q, k, v, mask, out, lse, g0: int, work) -> None:
+    def _forward_group(self, kern, q, k, v, mask, out, lse, g0: int, work) -> None:
         """out and lse of one group of the batch, block by block."""
+        xp = kern.xp
         L, S = q.shape[-2], k.shape[-2]
-        k_t = _transposed(k, work)
+        k_t = _transposed(kern, k, work)
         for i0 in range(0, L, QBLOCK):
             i1 = min(i0 + QBLOCK, L)
-            qb = _as(q[..., i0:i1, :], work)
+            qb = _as(kern, q[..., i0:i1, :], work)
             panels = self._panels(i0, i1, S)
             if not panels:  # no keys at all: zeros, as the math path's safe softmax gives
                 out[..., i0:i1, :] = 0
-                lse[..., i0:i1] = -np.inf
+                lse[..., i0:i1] = -math.inf
                 continue
-            if len(panels) == 1:  # one pass: the compiled softmax gives P and the logsumexp
+            if len(panels) == 1:  # one pass: the softmax kernel gives P and the logsumexp
                 j0, j1 = panels[0]
-                s, sc, causal = self._scores(qb, k_t, mask, i0, i1, j0, j1, work)
-                lse[..., i0:i1] = blocks.softmax_lse(s, sc, causal)
+                s, sc, causal = self._scores(xp, qb, k_t, mask, i0, i1, j0, j1, work)
+                lse[..., i0:i1] = kern.flash_softmax_lse(s, sc, causal)
                 if self.p > 0:
-                    s *= self._keep_panel(g0, i0, i1, j0, j1, s.shape[:-2])
-                _mm(s, _as(v[..., j0:j1, :], work), out[..., i0:i1, :], False)
+                    s *= self._keep_panel(kern, g0, i0, i1, j0, j1, s.shape[:-2])
+                _mm(kern, s, _as(kern, v[..., j0:j1, :], work), out[..., i0:i1, :], False)
                 continue
-            m = np.empty(qb.shape[:-1], lse.dtype)  # running row max
-            denom = np.empty(qb.shape[:-1], lse.dtype)  # running row sum of exp
+            m = xp.empty(qb.shape[:-1], lse.dtype)  # running row max
+            denom = xp.empty(qb.shape[:-1], lse.dtype)  # running row sum of exp
             acc = None
             for j0, j1 in panels:  # online softmax: rescale what earlier panels added
-                s, sc, causal = self._scores(qb, k_t, mask, i0, i1, j0, j1, work)
-                fade = blocks.online(s, m, denom, sc, causal, acc is None)
+                s, sc, causal = self._scores(xp, qb, k_t, mask, i0, i1, j0, j1, work)
+                fade = kern.flash_online(s, m, denom, sc, causal, acc is None)
                 if self.p > 0:
-                    s *= self._keep_panel(g0, i0, i1, j0, j1, s.shape[:-2])
-                pv = s @ _as(v[..., j0:j1, :], work)
+                    s *= self._keep_panel(kern, g0, i0, i1, j0, j1, s.shape[:-2])
+                pv = s @ _as(kern, v[..., j0:j1, :], work)
                 if acc is None:
                     acc = pv
                 else:
                     acc *= fade[..., None]
                     acc += pv
             empty = denom == 0  # fully masked rows: zeros, as the math path's safe softmax
-            safe = np.where(empty, 1, denom)
+            safe = xp.where(empty, 1, denom)
             if out.dtype == work:
-                np.divide(acc, safe[..., None], out=out[..., i0:i1, :])
+                xp.divide(acc, safe[..., None], out=out[..., i0:i1, :])
             else:
-                _put(out[..., i0:i1, :], np.divide(acc, safe[..., None], out=acc))
-            lse[..., i0:i1] = np.where(empty, -np.inf, m + np.log(safe))
+                _put(kern, out[..., i0:i1, :], xp.divide(acc, safe[..., None], out=acc))
+            lse[..., i0:i1] = xp.where(empty, -math.inf, m + xp.log(safe))
 
     def _panels(self, i0: int, i1: int, S: int) -> list:
         """(j0, j1) of the key panels row block [i0, i1) may see (causal: up to its end)."""
         end = min(S, i1) if self.is_causal else S
         return [(j0, min(j0 + KBLOCK, end)) for j0 in range(0, end, KBLOCK)]
 
-    def _scores(self, qb, k_t, mask, i0, i1, j0, j1, work):
+    def _scores(self, xp, qb, k_t, mask, i0, i1, j0, j1, work):
         """(scores, the scale still to apply, causal offset or None) of one block; k_t is
         k^T [..., E, S]."""
         s = qb @ k_t[..., j0:j1]
@@ -124,26 +124,22 @@ class FlashAttention(Attention):
             return s, scale, None
         s *= work.type(scale)
         mb = mask[..., i0:i1, j0:j1]
-        if mb.dtype == np.bool_:
-            np.copyto(s, -np.inf, where=~mb)
+        if mb.dtype == _dt.bool_.np:
+            xp.copyto(s, -math.inf, where=~mb)
         else:
             s += mb
         return s, 1.0, None
 
-    def _keep(self, g0: int, i0: int, j0: int, shape) -> np.ndarray:
+    def _keep(self, g0: int, i0: int, j0: int, shape):
         """The dropout mask of tile (i0, j0) of the batch group from g0, scaled: the same
         draw in forward and backward."""
-        rng = np.random.default_rng([self.seed, g0, i0, j0])
-        draw = rng.random(shape, dtype=np.float32)
-        scale = np.float32(1.0 / (1.0 - self.p) if self.p < 1 else 0.0)
-        return np.multiply(draw >= self.p, scale, out=draw)  # the draw's buffer, reused
+        return self.device.kernels.flash_dropout_keep(self.seed, g0, i0, j0, shape, self.p)
 
-    def _keep_panel(self, g0: int, i0: int, i1: int, j0: int, j1: int, batch: tuple
-                    ) -> np.ndarray:
+    def _keep_panel(self, kern, g0: int, i0: int, i1: int, j0: int, j1: int, batch: tuple):
         """The dropout mask of queries [i0, i1) x keys [j0, j1), from its 128 x 128 tiles."""
         tiles = [self._keep(g0, i0, t0, batch + (i1 - i0, min(t0 + TILE, j1) - t0))
                  for t0 in range(j0, j1, TILE)]
-        return tiles[0] if len(tiles) == 1 else np.concatenate(tiles, axis=-1)
+        return tiles[0] if len(tiles) == 1 else kern.xp.concatenate(tiles, axis=-1)
 
     def backward(self, g):
         saved = list(self.saved_tensors)
@@ -160,65 +156,76 @@ class FlashAttention(Attention):
             return tuple(Tensor._make(None, t.shape, t.dtype, t.device) if n else None
                          for t, n in zip((qt, kt, vt), need)) + (
                              (None,) if self.mask_kind else ())
+        kern = qt.device.kernels
+        xp = kern.xp
         mask = saved[3]._data if self.mask_kind else None
         out, lse = saved[-2]._data, saved[-1]._data
-        work = np.dtype(_compute_np(qt.dtype))
-        store = np.dtype(qt.dtype.np)  # the gradients' dtype; 16-bit ones run in float32
-        q, k, v, mask = _broadcast(qt._data, kt._data, vt._data, mask)
-        do = np.broadcast_to(g._data, out.shape)
+        work = _work(qt.dtype.np)
+        store = qt.dtype.np  # the gradients' dtype; 16-bit ones run in float32
+        q, k, v, mask = _broadcast(xp, qt._data, kt._data, vt._data, mask)
+        do = xp.broadcast_to(g._data, out.shape)
         # one query block writes every gradient once (no zeros to add into); more add up.
         # dq is finished block by block, and so are dk and dv when written once: 16-bit
         # gradients are then rounded from float32 blocks, never whole float32 arrays
         once = q.shape[-2] <= QBLOCK
-        dq = heads_last(q.shape, store)
-        dk, dv = (heads_last(t.shape, store if once else work, zero=not once) for t in (k, v))
+        dq = heads_last(xp, q.shape, store)
+        dk, dv = (heads_last(xp, t.shape, store if once else work, zero=not once)
+                  for t in (k, v))
         for b, g0 in _groups(q.shape, k.shape[-2], v.shape[-1], work, work != store, self.p):
-            self._backward_group(q[b], k[b], v[b], None if mask is None else mask[b], do[b],
-                                 out[b], lse[b], (dq[b], dk[b], dv[b]), g0, work)
-        grads = [_grad_as(a, t) if n else None for a, t, n in zip((dq, dk, dv), (qt, kt, vt),
+            self._backward_group(kern, q[b], k[b], v[b], None if mask is None else mask[b],
+                                 do[b], out[b], lse[b], (dq[b], dk[b], dv[b]), g0, work)
+        grads = [_grad_as(kern, a, t) if n else None for a, t, n in zip((dq, dk, dv), (qt, kt, vt),
                                                                    need)]
         return tuple(grads) + ((None,) if self.mask_kind else ())
 
 
-    def _backward_group(self, q, k, v, mask, do, out, lse, grads, g0: int, work) -> None:
+    def _backward_group(self, kern, q, k, v, mask, do, out, lse, grads, g0: int, work
+                        ) -> None:
         """dq, dk and dv (`grads`, written in place) of one group of the batch."""
+        xp = kern.xp
         dq, dk, dv = grads
         L, S = q.shape[-2], k.shape[-2]
         once = L <= QBLOCK
-        k_t, v_t = _transposed(k, work), _transposed(v, work)
+        k_t, v_t = _transposed(kern, k, work), _transposed(kern, v, work)
         scale = self.scale if self.scale is not None else q.shape[-1] ** -0.5
         for i0 in range(0, L, QBLOCK):
             i1 = min(i0 + QBLOCK, L)
-            qb = _as(q[..., i0:i1, :], work)
-            dob = _as(do[..., i0:i1, :], work)
-            lse_b = np.ascontiguousarray(lse[..., i0:i1])
+            qb = _as(kern, q[..., i0:i1, :], work)
+            dob = _as(kern, do[..., i0:i1, :], work)
+            lse_b = xp.ascontiguousarray(lse[..., i0:i1])
             # rowsum(dO * O) = rowsum(P * dP): one [..., rows] vector instead of P, C-ordered
             # for the compiled kernel (from heads-last inputs einsum returns a strided one)
-            delta_b = np.ascontiguousarray(np.einsum(
-                "...i,...i->...", dob, _as(out[..., i0:i1, :], work), dtype=lse.dtype))
-            dq_b = dq[..., i0:i1, :] if dq.dtype == work else np.empty(qb.shape, work)
+            delta_b = xp.ascontiguousarray(xp.einsum(
+                "...i,...i->...", dob, _as(kern, out[..., i0:i1, :], work), dtype=lse.dtype))
+            dq_b = dq[..., i0:i1, :] if dq.dtype == work else xp.empty(qb.shape, work)
             panels = self._panels(i0, i1, S)
             if not panels:  # no keys: nothing flows back
                 dq_b[...] = 0
             for n, (j0, j1) in enumerate(panels):
-                s, sc, causal = self._scores(qb, k_t, mask, i0, i1, j0, j1, work)
-                kb = _as(k[..., j0:j1, :], work)
+                s, sc, causal = self._scores(xp, qb, k_t, mask, i0, i1, j0, j1, work)
+                kb = _as(kern, k[..., j0:j1, :], work)
                 dp = dob @ v_t[..., j0:j1]
-                keep = self._keep_panel(g0, i0, i1, j0, j1, s.shape[:-2]) if self.p else None
+                keep = (self._keep_panel(kern, g0, i0, i1, j0, j1, s.shape[:-2]) if self.p
+                        else None)
                 if keep is not None:
                     dp *= keep
-                blocks.grad(s, dp, lse_b, delta_b, sc, scale, causal)  # s: P, dp: dS
+                kern.flash_grad(s, dp, lse_b, delta_b, sc, scale, causal)  # s: P, dp: dS
                 if keep is not None:
                     s *= keep
-                _mm(np.swapaxes(s, -1, -2), dob, dv[..., j0:j1, :], add=not once)
-                _mm(dp, kb, dq_b, add=n > 0)
-                _mm(np.swapaxes(dp, -1, -2), qb, dk[..., j0:j1, :], add=not once)
+                _mm(kern, xp.swapaxes(s, -1, -2), dob, dv[..., j0:j1, :], add=not once)
+                _mm(kern, dp, kb, dq_b, add=n > 0)
+                _mm(kern, xp.swapaxes(dp, -1, -2), qb, dk[..., j0:j1, :], add=not once)
             if dq.dtype != work:
-                _put(dq[..., i0:i1, :], dq_b)
+                _put(kern, dq[..., i0:i1, :], dq_b)
             if once:  # keys no query saw (causal, S > L): zero gradients
                 seen = panels[-1][1] if panels else 0
                 dk[..., seen:, :] = 0
                 dv[..., seen:, :] = 0
+
+
+def _work(dtype):
+    """The dtype blocks are computed in: float64 stays, others (16-bit too) run float32."""
+    return _dt.float64.np if dtype == _dt.float64.np else _dt.float32.np
 
 
 def _groups(shape: tuple, S: int, Ev: int, work, half: bool, p: float) -> list:
@@ -236,73 +243,72 @@ def _row_scratch(shape: tuple, S: int, Ev: int, work, half: bool, p: float) -> i
     their float32 blocks (q, dO, O, dq, k)."""
     L, E = shape[-2:]
     r, c = min(L, QBLOCK), min(S, KBLOCK)
-    heads = int(np.prod(shape[1:-2]))
+    heads = math.prod(shape[1:-2])
     floats = S * (E + Ev) + (4 if p else 2) * r * c + c * max(E, Ev)
     if half:
         floats += 2 * r * E + 2 * r * Ev + c * E
-    return heads * floats * np.dtype(work).itemsize
+    return heads * floats * work.itemsize
 
 
-def _mm(a: np.ndarray, b: np.ndarray, dst: np.ndarray, add: bool) -> None:
+def _mm(kern, a, b, dst, add: bool) -> None:
     """dst = a @ b, or dst += a @ b; a 16-bit dst gets the float32 product rounded once."""
     if add:
         dst += a @ b
     elif dst.dtype != a.dtype:
-        _put(dst, a @ b)
+        _put(kern, dst, a @ b)
     else:
-        np.matmul(a, b, out=dst)
+        kern.xp.matmul(a, b, out=dst)
 
 
-def _put(dst: np.ndarray, block: np.ndarray) -> None:
+def _put(kern, dst, block) -> None:
     """Round a float32 block into its place in a 16-bit array (nearest even)."""
-    dst[...] = kernels.narrow(block, dst.dtype)
+    dst[...] = kern.attention_narrow(block, dst.dtype)
 
 
-def heads_last(shape: tuple, dtype, zero: bool = False) -> np.ndarray:
+def heads_last(xp, shape: tuple, dtype, zero: bool = False):
     """An array of `shape` [..., H, L, E] laid out [..., L, H, E] (a transposed view), as
     PyTorch's CPU flash kernel lays out its output; plain C order below 3 dims."""
-    make = np.zeros if zero else np.empty
+    make = xp.zeros if zero else xp.empty
     if len(shape) < 3:
         return make(shape, dtype)
-    return np.swapaxes(make(shape[:-3] + (shape[-2], shape[-3], shape[-1]), dtype), -3, -2)
+    return xp.swapaxes(make(shape[:-3] + (shape[-2], shape[-3], shape[-1]), dtype), -3, -2)
 
 
-def _transposed(k: np.ndarray, work) -> np.ndarray:
+def _transposed(kern, k, work):
     """k^T [..., E, S] in C order: NumPy's batched matmul with a transposed view as the right
     operand runs ~1.7x slower than with this copy (measured: 64 heads of 64 x 32)."""
-    return _as(np.swapaxes(k, -1, -2), work, contiguous=True)
+    return _as(kern, kern.xp.swapaxes(k, -1, -2), work, contiguous=True)
 
 
-def _as(x: np.ndarray, work, contiguous: bool = False) -> np.ndarray:
-    """x in the work dtype: bfloat16 copied (as 16-bit words) and widened in compiled passes,
-    where NumPy's cast goes through ml_dtypes one element at a time."""
+def _as(kern, x, work, contiguous: bool = False):
+    """x in the work dtype: 16-bit blocks widened by the table (bfloat16 in compiled passes
+    on the cpu, where NumPy's cast goes through ml_dtypes one element at a time)."""
     if x.dtype == work:
-        return np.ascontiguousarray(x) if contiguous else x
-    if x.dtype == kernels.BF16:
-        return kernels.widen(np.ascontiguousarray(x))
-    return np.ascontiguousarray(x, work)
+        return kern.xp.ascontiguousarray(x) if contiguous else x
+    return kern.attention_widen(x, work)
 
 
-def _broadcast(q, k, v, mask):
+def _broadcast(xp, q, k, v, mask):
     """q, k, v (and mask) with their batch dims broadcast to one shape (views)."""
-    batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    q = np.broadcast_to(q, batch + q.shape[-2:])
-    k = np.broadcast_to(k, batch + k.shape[-2:])
-    v = np.broadcast_to(v, batch + v.shape[-2:])
+    batch = tuple(xp.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2]))
+    q = xp.broadcast_to(q, batch + q.shape[-2:])
+    k = xp.broadcast_to(k, batch + k.shape[-2:])
+    v = xp.broadcast_to(v, batch + v.shape[-2:])
     if mask is not None:
-        mask = np.broadcast_to(mask, batch + (q.shape[-2], k.shape[-2]))
+        mask = xp.broadcast_to(mask, batch + (q.shape[-2], k.shape[-2]))
     return q, k, v, mask
 
 
-def _grad_as(grad: np.ndarray, like):
+def _grad_as(kern, grad, like):
     """The gradient as a tensor in `like`'s dtype (the engine sums broadcast batch dims)."""
-    dt = np.dtype(like.dtype.np)
+    xp = kern.xp
+    dt = like.dtype.np
     data = grad
     if grad.dtype != dt:  # float32 sums of 16-bit gradients: rounded, keeping the layout
-        if grad.ndim >= 3 and np.swapaxes(grad, -3, -2).flags.c_contiguous:
-            data = np.swapaxes(kernels.narrow(np.swapaxes(grad, -3, -2), dt), -3, -2)
+        if grad.ndim >= 3 and xp.swapaxes(grad, -3, -2).flags.c_contiguous:
+            data = xp.swapaxes(kern.attention_narrow(xp.swapaxes(grad, -3, -2), dt), -3, -2)
         else:
-            data = kernels.narrow(np.ascontiguousarray(grad), dt)
+            data = kern.attention_narrow(xp.ascontiguousarray(grad), dt)
     return Tensor._make(data, data.shape, like.dtype, like.device)
 
 

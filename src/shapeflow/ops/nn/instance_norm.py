@@ -2,19 +2,16 @@
 
 Forward normalizes each (sample, channel) plane of [N, C, *spatial] and applies the
 per-channel affine in the same pass; backward gives dx, dw and db out of one pass over the
-planes (backend/cpu/conv_kernels.c, NumPy where it is not built). Backward keeps the input and
-two [N * C] vectors (mean, rstd), counted as normalization statistics, and the weight when
-the input needs a gradient.
+planes (the device's kernels: conv_kernels.c on cpu). Backward keeps the input and two
+[N * C] vectors (mean, rstd), counted as normalization statistics, and the weight when the
+input needs a gradient.
 """
 
 from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ... import dtypes as _dt
-from ...backend.cpu import conv_kernels as ck
 from ...errors import DTypeError, ShapeError
 from ...shape import dims_equal, format_shape
 from ...tensor import Tensor, describe
@@ -24,7 +21,7 @@ from ._common import _LAYER_X, _compute_np, _create_graph, _need_float, _recordi
 _W = Saved.input(1)
 
 
-def _planes(a: np.ndarray) -> np.ndarray:
+def _planes(a):
     """[N, C, *spatial] as [N * C, L] (a view when contiguous)."""
     return a.reshape(a.shape[0] * a.shape[1], -1)
 
@@ -68,8 +65,8 @@ class InstanceNorm(Op):
         cdt = _compute_np(_dt.from_numpy_dtype(x.dtype))
         w = wb[0].astype(cdt, copy=False) if self.has_w else None
         b = wb[-1].astype(cdt, copy=False) if self.has_b else None
-        x2 = np.ascontiguousarray(_planes(x), dtype=cdt)
-        out, mean, rstd = ck.instance_norm(x2, w, b, self.C, self.eps)
+        x2 = self.device.xp.ascontiguousarray(_planes(x), dtype=cdt)
+        out, mean, rstd = self.device.kernels.instance_norm(x2, w, b, self.C, self.eps)
         if self.need_stats:
             self.mean, self.rstd = mean, rstd
         return out.reshape(x.shape).astype(x.dtype, copy=False)
@@ -127,15 +124,16 @@ class InstanceNormBackward(Op):
 
     def forward(self, g, x, mean, rstd, w=None):
         cdt = rstd.dtype
-        g2 = np.ascontiguousarray(_planes(g), dtype=cdt)
-        x2 = np.ascontiguousarray(_planes(x), dtype=cdt)
+        xp = self.device.xp
+        g2 = xp.ascontiguousarray(_planes(g), dtype=cdt)
+        x2 = xp.ascontiguousarray(_planes(x), dtype=cdt)
         w = None if w is None else w.astype(cdt, copy=False)
-        dx, dw, db = ck.instance_norm_backward(g2, x2, mean, rstd, w, self.C, self.need_x,
-                                               self.need_wb)
+        dx, dw, db = self.device.kernels.instance_norm_backward(g2, x2, mean, rstd, w, self.C,
+                                                                self.need_x, self.need_wb)
         if dw is not None:
             self.dw, self.db = dw.astype(x.dtype), db.astype(x.dtype)
         if dx is None:
-            return np.zeros(x.shape, x.dtype)
+            return xp.zeros(x.shape, x.dtype)
         return dx.reshape(x.shape).astype(x.dtype, copy=False)
 
 

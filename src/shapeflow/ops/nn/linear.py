@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ... import dtypes as _dt
 from ...autograd.autocast_state import hot as _autocast_hot
-from ...backend.cpu import gemm, kernels
 from ...errors import DTypeError, ShapeRuntimeError
 from ...shape import dims_equal, format_shape, prod_dims
 from ...tensor import Tensor, describe
 from .. import autocast as _autocast
 from ..base import X1, Op, apply
-from ..blas_sum import col_sums
 from ._common import _LAYER_X, _create_graph, _dense
 
 _KEEP_X_W, _KEEP_X, _KEEP_W = (_LAYER_X, X1), (_LAYER_X,), (X1,)  # what linear keeps
@@ -54,11 +50,11 @@ class Linear(Op):
         return _KEEP_W if x.requires_grad else ()
 
     def forward(self, x, w, b=None):
-        if x.ndim == 2:
-            return gemm.matmul(x, w.T, b)
-        lead = x.shape[:-1]
-        out = gemm.matmul(x.reshape(math.prod(lead), x.shape[-1]), w.T, b)
-        return out.reshape(lead + (w.shape[0],))
+        k = self.device.kernels
+        # with a bias, MKL starts from it (beta = 1), as PyTorch's addmm
+        x2 = x if x.ndim == 2 else x.reshape(math.prod(x.shape[:-1]), x.shape[-1])
+        out = k.matmul(x2, w.T) if b is None else k.matmul_bias(x2, w.T, b)
+        return out if x.ndim == 2 else out.reshape(x.shape[:-1] + (w.shape[0],))
 
     def backward(self, g):
         saved = list(self.saved_tensors)
@@ -86,6 +82,7 @@ class Linear(Op):
         """The same three gradients straight from the arrays (no grad of grad needed):
         two gemms and a column sum, without an op dispatch for each product."""
         shape, dt, dev = tuple(g.shape), g.dtype, g.device
+        k = dev.kernels
         out_f = shape[-1]
         in_f = (w if w is not None else x).shape[-1]
         ga = g._data
@@ -94,28 +91,21 @@ class Linear(Op):
         g2 = None if ga is None else ga.reshape(rows, out_f)
         gx = gw = None
         if w is not None:
-            gx = Tensor._make(None if g2 is None else gemm.matmul(g2, w._data).reshape(
+            gx = Tensor._make(None if g2 is None else k.matmul(g2, w._data).reshape(
                 shape[:-1] + (in_f,)), shape[:-1] + (in_f,), dt, dev)
         if x is not None:
             x2 = None if g2 is None else x._data.reshape(rows, in_f)
-            gw = Tensor._make(None if g2 is None else gemm.matmul(g2.T, x2), (out_f, in_f),
+            gw = Tensor._make(None if g2 is None else k.matmul(g2.T, x2), (out_f, in_f),
                               dt, dev)
         if self.has_bias:
-            gb = Tensor._make(None if g2 is None else _bias_grad(g2), (out_f,), dt, dev)
+            # column sums; 16-bit floats summed in float32, rounded once
+            gb = Tensor._make(None if g2 is None else k.bias_grad(g2), (out_f,), dt, dev)
             return gx, gw, gb
         return gx, gw
 
 
-# bfloat16/float16: gemm.matmul accumulates in float32 and rounds once, as PyTorch does
+# bfloat16/float16: the table's matmul accumulates in float32 and rounds once, as PyTorch
 _DIRECT_DTYPES = (_dt.float32, _dt.float64, _dt.bfloat16, _dt.float16)
-
-
-def _bias_grad(g2: np.ndarray) -> np.ndarray:
-    """The column sums of g2 [rows, out]: 16-bit floats summed in float32, rounded once."""
-    if g2.dtype.itemsize != 2:
-        return col_sums(g2)
-    sums = kernels.col_sums_bf16(g2) if g2.dtype == kernels.BF16 else None
-    return kernels.narrow(col_sums(kernels.widen(g2)) if sums is None else sums, g2.dtype)
 
 
 def _linear_error(x, w):

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from ... import dtypes as _dt
 from ...autograd.autocast_state import hot as _autocast_hot
-from ...backend.cpu import kernels
 from ...errors import DTypeError, ShapeError, ShapeRuntimeError
 from ...shape import broadcast_shapes, dims_equal, format_shape
 from ...tensor import Tensor, describe
@@ -14,6 +11,7 @@ from .. import autocast as _autocast
 from ..base import X0, X1, Op, Saved, apply
 
 _REDUCTIONS = ("none", "mean", "sum")
+_F32 = _dt.float32.np
 
 
 def _check_reduction(op: str, reduction: str) -> None:
@@ -114,10 +112,11 @@ class BCEWithLogits(Op):
         return tuple(Saved.input(i) for i in range(2 + len(extra)))
 
     def forward(self, x, y, *extra):
+        xp = self.device.xp
         w = extra[0] if self.has_w else None
         pw = extra[-1] if self.has_pw else None
-        sp = np.log1p(np.exp(-np.abs(x)))  # softplus(-x) = log1p(exp(-|x|)) + max(-x, 0)
-        sp += np.maximum(-x, 0)
+        sp = xp.log1p(xp.exp(-xp.abs(x)))  # softplus(-x) = log1p(exp(-|x|)) + max(-x, 0)
+        sp += xp.maximum(-x, 0)
         if pw is not None:
             sp *= (pw - 1) * y + 1
         loss = (1 - y) * x  # as PyTorch: not x - x * y, whose inf * 0 makes an inf logit NaN
@@ -198,17 +197,18 @@ class BinaryCrossEntropy(Op):
         return (X0, X1)
 
     def forward(self, p, y):
-        dt = np.result_type(p, y)
+        xp = self.device.xp
+        dt = xp.result_type(p.dtype, y.dtype)
         half = dt.itemsize == 2  # bfloat16/float16: float32 steps, rounded once
-        if half:
-            p, y = kernels.widen(p), kernels.widen(y)
+        if half:  # widening is exact; narrowing rounds to nearest even (as the C cast does)
+            p, y = p.astype(_F32), y.astype(_F32)
         elif p.dtype != dt or y.dtype != dt:
             p, y = p.astype(dt), y.astype(dt)
-        with np.errstate(divide="ignore"):
-            lp = np.maximum(np.log(p), -100)
-            lq = np.maximum(np.log1p(-p), -100)
-        loss = np.asarray((y - 1) * lq - y * lp)
-        return kernels.narrow(loss, dt) if half else loss
+        with xp.errstate(divide="ignore"):
+            lp = xp.maximum(xp.log(p), -100)
+            lq = xp.maximum(xp.log1p(-p), -100)
+        loss = xp.asarray((y - 1) * lq - y * lp)
+        return loss.astype(dt) if half else loss
 
     def backward(self, g):
         p, y = self.saved_tensors

@@ -4,22 +4,16 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ... import dtypes as _dt
 from ...autograd.autocast_state import hot as _autocast_hot
-from ...backend.cpu import kernels
 from ...errors import DTypeError, ShapeRuntimeError
 from ...shape import dims_equal, format_shape
 from ...tensor import Tensor, describe
 from .. import autocast as _autocast
 from ..base import NORM_STATS, Op, Saved, apply
-from ..blas_sum import col_sums, row_means
 from ._common import (
-    _CHUNK,
     _LAYER_X,
     _as_rows,
-    _blocks,
     _compute_np,
     _create_graph,
     _need_float,
@@ -90,52 +84,16 @@ class _Norm(Op):
     def forward(self, x, w=None, b=None):
         n = math.prod(x.shape[self.lead:])
         cdt = _compute_np(_dt.from_numpy_dtype(x.dtype))
-        x2 = _as_rows(x, n)
         w1 = None if w is None else w.reshape(n).astype(cdt, copy=False)
         b1 = None if b is None else b.reshape(n).astype(cdt, copy=False)
-        fused = kernels.layer_norm(x2, w1, b1, self.eps, self.rms)
-        if fused is None and x2.dtype == kernels.BF16:  # float32 inside, rounded once
-            fused = kernels.layer_norm_bf16(x2, w1, b1, self.eps, self.rms)
-        if fused is not None:  # one compiled pass per row
-            result, mean, rstd = fused
-            if self.need_stats:
-                if mean is not None:
-                    self.mean = mean.reshape(self.stat_shape)
-                self.rstd = rstd.reshape(self.stat_shape)
-            return result.reshape(x.shape)
-        rows = len(x2)
-        result = np.empty(x.shape, cdt)
-        out = _as_rows(result, n)
-        mean = None if self.rms else np.empty((rows, 1), cdt)
-        rstd = np.empty((rows, 1), cdt)
-        buf = np.empty((min(rows, max(1, _CHUNK // max(n, 1))), n), cdt)
-        eps = self.eps
-        for sl in _blocks(rows, n):
-            xb, ob = x2[sl], out[sl]
-            if xb.dtype != cdt:
-                xb = xb.astype(cdt)
-            if self.rms:
-                v = row_means(np.square(xb, out=buf[: len(xb)]))
-                np.copyto(ob, xb)
-            else:
-                m = row_means(xb)
-                np.subtract(xb, m, out=ob)
-                v = row_means(np.square(ob, out=buf[: len(xb)]))
-                mean[sl] = m
-            v += eps
-            r = np.sqrt(v, out=v)
-            np.reciprocal(r, out=r)
-            ob *= r
-            rstd[sl] = r
-            if w1 is not None:
-                ob *= w1
-            if b1 is not None:
-                ob += b1
+        # one compiled pass per row where it applies, else NumPy's blocked rows
+        result, mean, rstd = self.device.kernels.layer_norm(_as_rows(x, n), w1, b1, self.eps,
+                                                            self.rms)
         if self.need_stats:
             if mean is not None:
                 self.mean = mean.reshape(self.stat_shape)
             self.rstd = rstd.reshape(self.stat_shape)
-        return result.astype(x.dtype, copy=False)
+        return result.reshape(x.shape)
 
     def backward(self, g):
         saved = list(self.saved_tensors)
@@ -219,48 +177,14 @@ class NormBackward(Op):
             mean, rstd = rest[0], rest[1]
         w = rest[-1] if self.has_w else None
         n = math.prod(x.shape[self.lead:])
-        cdt = rstd.dtype
-        x2, g2 = _as_rows(x, n), _as_rows(g, n)
         r2 = rstd.reshape(-1, 1)
         m2 = None if mean is None else mean.reshape(-1, 1)
-        w1 = None if w is None else w.reshape(n).astype(cdt, copy=False)
-        fused = kernels.layer_norm_backward(g2, x2, m2, r2, w1, self.with_dw)
-        if fused is not None:  # two compiled passes per row
-            dx, dw = fused
-            if dw is not None:
-                self.dw = dw.reshape(x.shape[self.lead:]).astype(x.dtype)
-            return dx.reshape(x.shape)
-        rows = len(x2)
-        result = np.empty(x.shape, cdt)
-        dx = _as_rows(result, n)
-        step = min(rows, max(1, _CHUNK // max(n, 1)))
-        xh_buf, dh_buf = np.empty((step, n), cdt), np.empty((step, n), cdt)
-        dw = np.zeros(n, cdt) if self.with_dw else None
-        for sl in _blocks(rows, n):
-            xb, gb, ob, rb = x2[sl], g2[sl], dx[sl], r2[sl]
-            k = len(xb)
-            xhat = xh_buf[:k]
-            if m2 is None:
-                np.multiply(xb, rb, out=xhat)
-            else:
-                np.subtract(xb, m2[sl], out=xhat)
-                xhat *= rb
-            if w1 is not None:
-                dxhat = np.multiply(gb, w1, out=dh_buf[:k])
-            else:
-                dxhat = gb if gb.dtype == cdt else gb.astype(cdt)
-            if dw is not None:  # g * xhat, summed over rows (ob is free until below)
-                dw += col_sums(np.multiply(gb, xhat, out=ob))
-            np.multiply(dxhat, xhat, out=ob)
-            c = row_means(ob)
-            xhat *= c
-            np.subtract(dxhat, xhat, out=ob)
-            if m2 is not None:
-                ob -= row_means(dxhat)
-            ob *= rb
+        w1 = None if w is None else w.reshape(n).astype(rstd.dtype, copy=False)
+        dx, dw = self.device.kernels.layer_norm_backward(_as_rows(g, n), _as_rows(x, n), m2, r2,
+                                                         w1, self.with_dw)
         if dw is not None:
-            self.dw = dw.reshape(x.shape[self.lead:]).astype(x.dtype, copy=False)
-        return result.astype(x.dtype, copy=False)
+            self.dw = dw.reshape(x.shape[self.lead:])
+        return dx.reshape(x.shape)
 
 
 class NormWeightBackward(Op):
@@ -279,24 +203,10 @@ class NormWeightBackward(Op):
         rstd = stats[-1]
         mean = None if self.rms else stats[0]
         n = math.prod(x.shape[self.lead:])
-        cdt = rstd.dtype
-        x2, g2 = _as_rows(x, n), _as_rows(g, n)
-        r2 = rstd.reshape(-1, 1)
         m2 = None if mean is None else mean.reshape(-1, 1)
-        result = np.zeros(x.shape[self.lead:], cdt)
-        acc = result.reshape(n)
-        buf = np.empty((min(len(x2), max(1, _CHUNK // max(n, 1))), n), cdt)
-        for sl in _blocks(len(x2), n):
-            xb = x2[sl]
-            xhat = buf[: len(xb)]
-            if m2 is None:
-                np.multiply(xb, r2[sl], out=xhat)
-            else:
-                np.subtract(xb, m2[sl], out=xhat)
-                xhat *= r2[sl]
-            xhat *= g2[sl]
-            acc += col_sums(xhat)
-        return result.astype(x.dtype, copy=False)
+        dw = self.device.kernels.layer_norm_weight_backward(_as_rows(g, n), _as_rows(x, n), m2,
+                                                            rstd.reshape(-1, 1))
+        return dw.reshape(x.shape[self.lead:])
 
 
 def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
@@ -309,12 +219,13 @@ def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
     return apply(LayerNorm(ns, eps, weight is not None, bias is not None), input, *extra)
 
 
-def _finfo_eps(dt: _dt.DType) -> float:
-    if dt is _dt.bfloat16:
-        import ml_dtypes
+# machine epsilon of each float dtype (rms_norm's default eps; float32's for the rest)
+_EPS = {_dt.float64: 2.0**-52, _dt.float32: 2.0**-23, _dt.float16: 2.0**-10,
+        _dt.bfloat16: 2.0**-7}
 
-        return float(ml_dtypes.finfo(ml_dtypes.bfloat16).eps)
-    return float(np.finfo(dt.np).eps) if dt.category == 2 else float(np.finfo(np.float32).eps)
+
+def _finfo_eps(dt: _dt.DType) -> float:
+    return _EPS.get(dt, _EPS[_dt.float32])
 
 
 def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,

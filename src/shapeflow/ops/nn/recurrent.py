@@ -15,10 +15,7 @@ H otherwise. The modules take views of it (output, h_n, c_n).
 
 from __future__ import annotations
 
-import numpy as np
-
 from ... import dtypes as _dt
-from ...backend.cpu import kernels
 from ...errors import DTypeError, GraphError, ShapeError
 from ...shape import dims_equal, format_shape
 from ...tensor import Tensor, describe
@@ -125,29 +122,26 @@ class Recurrence(Op):
         self.kept = tuple(kept)
         return tuple(entries)
 
-    def _steps(self, x) -> steps_np.Steps:
-        sizes = self.batch_sizes if self.batch_sizes is not None else [x.shape[1]] * x.shape[0]
-        return steps_np.Steps(sizes, self.reverse)
-
     def forward(self, *arrays):
+        kern = self.device.kernels
         d = self._unpack(arrays)
         x = d["x"]
-        steps = self._steps(x)
+        steps = self._steps_from(x.shape, kern.xp)
         x2 = x.reshape(steps.n, x.shape[-1])
         b_ih, b_hh = d.get("b_ih"), d.get("b_hh")
-        cells = _cells(x.dtype)
+        cells = kern.rnn_cells(x.dtype)  # compiled loops (float32 on the cpu), or None
         if self.name == "lstm":
             bias = None if b_ih is None else b_ih + b_hh
             args = (x2, d["h0"], d["c0"], d["w_ih"], d["w_hh"], bias, d.get("w_hr"), steps)
-            states, gates = (steps_np.lstm_forward(*args) if cells is None
+            states, gates = (steps_np.lstm_forward(kern, *args) if cells is None
                              else steps_c.lstm_forward(*args, cells))
         elif self.name == "gru":
             args = (x2, d["h0"], d["w_ih"], d["w_hh"], b_ih, b_hh, steps)
-            states, gates = (steps_np.gru_forward(*args) if cells is None
+            states, gates = (steps_np.gru_forward(kern, *args) if cells is None
                              else steps_c.gru_forward(*args, cells))
         else:
             bias = None if b_ih is None else b_ih + b_hh
-            states = steps_np.rnn_forward(x2, d["h0"], d["w_ih"], d["w_hh"], bias,
+            states = steps_np.rnn_forward(kern, x2, d["h0"], d["w_ih"], d["w_hh"], bias,
                                           self.name == "rnn_relu", steps)
             gates = None
         if self.need and gates is not None:
@@ -172,12 +166,12 @@ class Recurrence(Op):
         xs = shapes["x"]
         n = xs[0] if self.batch_sizes is not None else xs[0] * xs[1]
         # the kernel's big buffers, made as Tensors so that a meta run's tracker sees them
-        cells = _cells(dt.np)
+        kern = dev.kernels
+        cells = kern.rnn_cells(dt.np)
         # the compiled LSTM loop keeps x beside every step's h_{t-1}: one gemm for both dWs
         feat = xs[-1] if (cells is not None and self.name == "lstm" and need["w_ih"]
                           and need["w_hh"]) else 0
-        scratch = [Tensor._make(None if states._data is None else np.empty(s, dt.np), s, dt,
-                                dev)
+        scratch = [Tensor._make(kern.empty(s, dt.np), s, dt, dev)
                    for s in steps_np.scratch_shapes(self.name, n, self.hidden, self.proj,
                                                     feat)]
         if states._data is None:  # meta: shapes only
@@ -189,7 +183,7 @@ class Recurrence(Op):
         x_arr = None if x is None else x._data
         w_ih = saved.get("w_ih")
         w_ih = None if w_ih is None else w_ih._data
-        steps = self._steps_from(shapes["x"])
+        steps = self._steps_from(shapes["x"], kern.xp)
         ds = g.reshape(steps.n, g.shape[-1])
         x2 = None if x_arr is None else x_arr.reshape(steps.n, x_arr.shape[-1])
         h0, w_hh, s2 = saved["h0"]._data, saved["w_hh"]._data, states._data.reshape(steps.n, -1)
@@ -201,7 +195,7 @@ class Recurrence(Op):
                     (need["x"], need["w_ih"], need["w_hh"], need_b, need.get("w_hr", False)),
                     bufs)
             dx, dh0, dc0, dw_ih, dw_hh, db, dw_hr = (
-                steps_np.lstm_backward(*args) if cells is None
+                steps_np.lstm_backward(kern, *args) if cells is None
                 else steps_c.lstm_backward(*args, cells))
             grads = {"x": dx, "h0": dh0, "c0": dc0, "w_ih": dw_ih, "w_hh": dw_hh,
                      "b_ih": db, "b_hh": db, "w_hr": dw_hr}
@@ -209,13 +203,13 @@ class Recurrence(Op):
             args = (ds, x2, h0, w_ih, w_hh, s2, gates, steps,
                     (need["x"], need["w_ih"], need["w_hh"], need_b), bufs)
             dx, dh0, dw_ih, dw_hh, db_ih, db_hh = (
-                steps_np.gru_backward(*args) if cells is None
+                steps_np.gru_backward(kern, *args) if cells is None
                 else steps_c.gru_backward(*args, cells))
             grads = {"x": dx, "h0": dh0, "w_ih": dw_ih, "w_hh": dw_hh, "b_ih": db_ih,
                      "b_hh": db_hh}
         else:
             dx, dh0, dw_ih, dw_hh, db = steps_np.rnn_backward(
-                ds, x2, h0, w_ih, w_hh, s2, self.name == "rnn_relu", steps,
+                kern, ds, x2, h0, w_ih, w_hh, s2, self.name == "rnn_relu", steps,
                 (need["x"], need["w_ih"], need["w_hh"], need_b), bufs)
             grads = {"x": dx, "h0": dh0, "w_ih": dw_ih, "w_hh": dw_hh, "b_ih": db, "b_hh": db}
         out = []
@@ -227,18 +221,14 @@ class Recurrence(Op):
             if k == "b_hh" and a is grads.get("b_ih"):
                 a = a.copy()  # two gradients, two buffers: the engine may add into either
             shape = tuple(shapes[k])
-            out.append(Tensor._make(np.ascontiguousarray(a.reshape(shape)), shape, dt, dev))
+            out.append(Tensor._make(kern.xp.ascontiguousarray(a.reshape(shape)), shape, dt,
+                                    dev))
         return tuple(out)
 
-    def _steps_from(self, x_shape) -> steps_np.Steps:
+    def _steps_from(self, x_shape, xp) -> steps_np.Steps:
         if self.batch_sizes is not None:
-            return steps_np.Steps(self.batch_sizes, self.reverse)
-        return steps_np.Steps([x_shape[1]] * x_shape[0], self.reverse)
-
-
-def _cells(dtype) -> kernels.Cells | None:
-    """The compiled cell kernels for float32 (recurrent_cells.py), else None (NumPy's loop)."""
-    return kernels.cells() if dtype == np.float32 else None
+            return steps_np.Steps(self.batch_sizes, self.reverse, xp)
+        return steps_np.Steps([x_shape[1]] * x_shape[0], self.reverse, xp)
 
 
 def recurrence(mode: str, x: Tensor, h0: Tensor, c0: Tensor | None, weights, reverse=False,

@@ -4,20 +4,18 @@ Rows are in the packed layout [N, features]: step t owns rows offsets[t] .. offs
 sizes[t], the first sizes[t] sequences of a batch sorted by decreasing length (a padded
 batch is the case where every size is B). The input projection of all steps is one gemm
 before the loop and its gradients one gemm each after it; only h @ W_hh runs per step.
+Arrays are the device's (`kern.xp`), products its kernel table's (`kern`: matmul,
+matmul_bias, matmul_accumulate, col_sums).
 """
 
 from __future__ import annotations
-
-import numpy as np
-
-from ...backend.cpu import gemm
-from ..blas_sum import col_sums
 
 
 class Steps:
     """Where each time step's rows lie in the packed layout, and the order they run in."""
 
-    def __init__(self, sizes, reverse: bool) -> None:
+    def __init__(self, sizes, reverse: bool, xp) -> None:
+        self.xp = xp  # the device's namespace (prev joins rows with it)
         self.sizes = [int(s) for s in sizes]
         self.offsets = [0] * len(self.sizes)
         for t in range(1, len(self.sizes)):
@@ -28,7 +26,7 @@ class Steps:
         order = range(len(self.sizes))
         self.order = order[::-1] if reverse else order
 
-    def prev(self, t: int, states: np.ndarray, init: np.ndarray, lo: int, hi: int):
+    def prev(self, t: int, states, init, lo: int, hi: int):
         """The state step t starts from (columns lo:hi of the previous step's rows, or the
         initial state for sequences that start here)."""
         bs = self.sizes[t]
@@ -42,44 +40,46 @@ class Steps:
             return init[:bs]
         a, k = self.offsets[t + 1], self.sizes[t + 1]
         part = states[a:a + k, lo:hi]
-        return part if k == bs else np.concatenate([part, init[k:bs]])
+        return part if k == bs else self.xp.concatenate([part, init[k:bs]])
 
 
-def _gate_scale(h: int, dtype) -> tuple[np.ndarray, np.ndarray]:
+def _gate_scale(xp, h: int, dtype) -> tuple:
     """sigmoid(x) = 0.5 * tanh(x / 2) + 0.5: the LSTM's i, f, o pre-activations are halved
     (through the weights) so one tanh pass covers all four gates; then * scale + shift."""
-    scale = np.full(4 * h, 0.5, dtype)
+    scale = xp.full(4 * h, 0.5, dtype)
     scale[2 * h:3 * h] = 1.0
-    shift = np.full(4 * h, 0.5, dtype)
+    shift = xp.full(4 * h, 0.5, dtype)
     shift[2 * h:3 * h] = 0.0
     return scale, shift
 
 
-def lstm_forward(x2, h0, c0, w_ih, w_hh, bias, w_hr, steps: Steps):
+def lstm_forward(kern, x2, h0, c0, w_ih, w_hh, bias, w_hr, steps: Steps):
     """(states [N, P + H]: h then c per row; activated gates [N, 4H]: i, f, g, o)."""
+    xp = kern.xp
     h = w_hh.shape[0] // 4
     p = h if w_hr is None else w_hr.shape[0]
-    scale, shift = _gate_scale(h, x2.dtype)
-    gates = gemm.matmul(x2, (w_ih * scale[:, None]).T, None if bias is None else bias * scale)
+    scale, shift = _gate_scale(xp, h, x2.dtype)
+    gates = kern.matmul_bias(x2, (w_ih * scale[:, None]).T,
+                             None if bias is None else bias * scale)
     whh_t = (w_hh * scale[:, None]).T
-    states = np.empty((steps.n, p + h), x2.dtype)
-    tmp = np.empty((steps.batch, h), x2.dtype)
+    states = xp.empty((steps.n, p + h), x2.dtype)
+    tmp = xp.empty((steps.batch, h), x2.dtype)
     for t in steps.order:
         a, bs = steps.offsets[t], steps.sizes[t]
         g = gates[a:a + bs]
-        gemm.matmul_acc(steps.prev(t, states, h0, 0, p), whh_t, g)
-        np.tanh(g, out=g)
+        kern.matmul_accumulate(steps.prev(t, states, h0, 0, p), whh_t, g)
+        xp.tanh(g, out=g)
         g *= scale
         g += shift
         i, f, gg, o = g[:, :h], g[:, h:2 * h], g[:, 2 * h:3 * h], g[:, 3 * h:]
         c = states[a:a + bs, p:]
-        np.multiply(f, steps.prev(t, states, c0, p, p + h), out=c)
+        xp.multiply(f, steps.prev(t, states, c0, p, p + h), out=c)
         tb = tmp[:bs]
-        np.multiply(i, gg, out=tb)
+        xp.multiply(i, gg, out=tb)
         c += tb
-        np.tanh(c, out=tb)
+        xp.tanh(c, out=tb)
         if w_hr is None:
-            np.multiply(o, tb, out=states[a:a + bs, :p])
+            xp.multiply(o, tb, out=states[a:a + bs, :p])
         else:
             tb *= o
             states[a:a + bs, :p] = tb @ w_hr.T
@@ -97,17 +97,18 @@ def scratch_shapes(mode: str, n, h: int, p: int, feat: int = 0) -> list:
     return [(n, h), (n, h)]
 
 
-def lstm_backward(ds, x2, h0, c0, w_ih, w_hh, w_hr, states, gates, steps: Steps, need,
+def lstm_backward(kern, ds, x2, h0, c0, w_ih, w_hh, w_hr, states, gates, steps: Steps, need,
                   scratch):
     """Gradients (x, h0, c0, w_ih, w_hh, bias, w_hr) from ds [N, P + H]."""
+    xp = kern.xp
     h = w_hh.shape[0] // 4
     p = h if w_hr is None else w_hr.shape[0]
     dt = states.dtype
     dg, hp = scratch[:2]
     dh_all, r_all = scratch[2:] if w_hr is not None else (None, None)
-    dh_c, dc_c = np.zeros((steps.batch, p), dt), np.zeros((steps.batch, h), dt)
-    tc_buf, dc_buf, u_buf = (np.empty((steps.batch, h), dt) for _ in range(3))
-    loc_buf = np.empty((steps.batch, 4 * h), dt)
+    dh_c, dc_c = xp.zeros((steps.batch, p), dt), xp.zeros((steps.batch, h), dt)
+    tc_buf, dc_buf, u_buf = (xp.empty((steps.batch, h), dt) for _ in range(3))
+    loc_buf = xp.empty((steps.batch, 4 * h), dt)
     for t in reversed(steps.order):
         a, bs = steps.offsets[t], steps.sizes[t]
         g = gates[a:a + bs]
@@ -119,79 +120,81 @@ def lstm_backward(ds, x2, h0, c0, w_ih, w_hh, w_hr, states, gates, steps: Steps,
             dh_all[a:a + bs] = dh
             dh = dh @ w_hr
         tc, dc, u = tc_buf[:bs], dc_buf[:bs], u_buf[:bs]
-        np.tanh(states[a:a + bs, p:], out=tc)
+        xp.tanh(states[a:a + bs, p:], out=tc)
         if r_all is not None:
-            np.multiply(o, tc, out=r_all[a:a + bs])
+            xp.multiply(o, tc, out=r_all[a:a + bs])
         d = dg[a:a + bs]
         # each gate's local derivative in one [bs, 4H] pass pair: s - s^2 for i, f, o, and
         # g - g^2 + 1 - g = 1 - g^2 for the tanh gate
         loc = loc_buf[:bs]
-        np.multiply(g, g, out=loc)
-        np.subtract(g, loc, out=loc)
+        xp.multiply(g, g, out=loc)
+        xp.subtract(g, loc, out=loc)
         lg = loc[:, 2 * h:3 * h]
         lg += 1.0
         lg -= gg
         # dc = ds_c + carry + dh * o * (1 - tanh(c)^2)
-        np.multiply(tc, tc, out=u)
-        np.subtract(1.0, u, out=u)
+        xp.multiply(tc, tc, out=u)
+        xp.subtract(1.0, u, out=u)
         u *= o
         u *= dh
-        np.add(ds[a:a + bs, p:], dc_c[:bs], out=dc)
+        xp.add(ds[a:a + bs, p:], dc_c[:bs], out=dc)
         dc += u
         # what flows into each gate: dc * g (i), dc * c_prev (f), dc * i (g), dh * tanh(c) (o)
-        np.multiply(dc, gg, out=d[:, :h])
-        np.multiply(dc, c_prev, out=d[:, h:2 * h])
-        np.multiply(dc, i, out=d[:, 2 * h:3 * h])
-        np.multiply(dh, tc, out=d[:, 3 * h:])
+        xp.multiply(dc, gg, out=d[:, :h])
+        xp.multiply(dc, c_prev, out=d[:, h:2 * h])
+        xp.multiply(dc, i, out=d[:, 2 * h:3 * h])
+        xp.multiply(dh, tc, out=d[:, 3 * h:])
         d *= loc
-        np.multiply(dc, f, out=dc_c[:bs])
-        dh_c[:bs] = gemm.matmul(d, w_hh)
+        xp.multiply(dc, f, out=dc_c[:bs])
+        dh_c[:bs] = kern.matmul(d, w_hh)
     need_x, need_wih, need_whh, need_b, need_whr = need
-    dx = gemm.matmul(dg, w_ih) if need_x else None
-    dw_ih = gemm.matmul(dg.T, x2) if need_wih else None
-    dw_hh = gemm.matmul(dg.T, hp) if need_whh else None
-    db = col_sums(dg) if need_b else None
-    dw_hr = gemm.matmul(dh_all.T, r_all) if need_whr and w_hr is not None else None
+    dx = kern.matmul(dg, w_ih) if need_x else None
+    dw_ih = kern.matmul(dg.T, x2) if need_wih else None
+    dw_hh = kern.matmul(dg.T, hp) if need_whh else None
+    db = kern.col_sums(dg) if need_b else None
+    dw_hr = kern.matmul(dh_all.T, r_all) if need_whr and w_hr is not None else None
     return dx, dh_c, dc_c, dw_ih, dw_hh, db, dw_hr
 
 
-def gru_forward(x2, h0, w_ih, w_hh, b_ih, b_hh, steps: Steps):
+def gru_forward(kern, x2, h0, w_ih, w_hh, b_ih, b_hh, steps: Steps):
     """(states [N, H]; gates [N, 4H]: r, z, n and W_hn h + b_hn, what backward needs)."""
+    xp = kern.xp
     h = w_hh.shape[0] // 3
-    xw = gemm.matmul(x2, w_ih.T, b_ih)
+    xw = kern.matmul_bias(x2, w_ih.T, b_ih)
     whh_t = w_hh.T
-    states = np.empty((steps.n, h), x2.dtype)
-    gates = np.empty((steps.n, 4 * h), x2.dtype)
+    states = xp.empty((steps.n, h), x2.dtype)
+    gates = xp.empty((steps.n, 4 * h), x2.dtype)
     for t in steps.order:
         a, bs = steps.offsets[t], steps.sizes[t]
         h_prev = steps.prev(t, states, h0, 0, h)
-        gh = gemm.matmul(h_prev, whh_t, b_hh)
+        gh = kern.matmul_bias(h_prev, whh_t, b_hh)
         g = gates[a:a + bs]
         rz = g[:, :2 * h]
-        np.add(xw[a:a + bs, :2 * h], gh[:, :2 * h], out=rz)
+        xp.add(xw[a:a + bs, :2 * h], gh[:, :2 * h], out=rz)
         rz *= 0.5
-        np.tanh(rz, out=rz)
+        xp.tanh(rz, out=rz)
         rz *= 0.5
         rz += 0.5
         ghn, n = g[:, 3 * h:], g[:, 2 * h:3 * h]
         ghn[...] = gh[:, 2 * h:]
-        np.multiply(g[:, :h], ghn, out=n)
+        xp.multiply(g[:, :h], ghn, out=n)
         n += xw[a:a + bs, 2 * h:]
-        np.tanh(n, out=n)
+        xp.tanh(n, out=n)
         out = states[a:a + bs]
-        np.subtract(h_prev, n, out=out)
+        xp.subtract(h_prev, n, out=out)
         out *= g[:, h:2 * h]
         out += n
     return states, gates
 
 
-def gru_backward(ds, x2, h0, w_ih, w_hh, states, gates, steps: Steps, need, scratch):
+def gru_backward(kern, ds, x2, h0, w_ih, w_hh, states, gates, steps: Steps, need, scratch):
     """Gradients (x, h0, w_ih, w_hh, b_ih, b_hh) from ds [N, H]."""
+    xp = kern.xp
     h = w_hh.shape[0] // 3
     dt = states.dtype
     dxw, dgh, hp = scratch
-    dh_c = np.zeros((steps.batch, h), dt)
-    u_buf = np.empty((steps.batch, h), dt)
+    dh_c = xp.zeros((steps.batch, h), dt)
+    u_buf = xp.empty((steps.batch, h), dt)
     for t in reversed(steps.order):
         a, bs = steps.offsets[t], steps.sizes[t]
         g = gates[a:a + bs]
@@ -202,79 +205,81 @@ def gru_backward(ds, x2, h0, w_ih, w_hh, states, gates, steps: Steps, need, scra
         dx_r, dx_z, dx_n = dxw[a:a + bs, :h], dxw[a:a + bs, h:2 * h], dxw[a:a + bs, 2 * h:]
         u = u_buf[:bs]
         # dZ = dh * (h_prev - n) * z * (1 - z)
-        np.subtract(h_prev, n, out=dx_z)
+        xp.subtract(h_prev, n, out=dx_z)
         dx_z *= dh
-        np.subtract(1.0, z, out=u)
+        xp.subtract(1.0, z, out=u)
         u *= z
         dx_z *= u
         # dN = dh * (1 - z) * (1 - n^2)
-        np.subtract(1.0, z, out=dx_n)
+        xp.subtract(1.0, z, out=dx_n)
         dx_n *= dh
-        np.multiply(n, n, out=u)
-        np.subtract(1.0, u, out=u)
+        xp.multiply(n, n, out=u)
+        xp.subtract(1.0, u, out=u)
         dx_n *= u
         # dR = dN * ghn * r * (1 - r);  d(ghn) = dN * r
-        np.multiply(dx_n, ghn, out=dx_r)
-        np.subtract(1.0, r, out=u)
+        xp.multiply(dx_n, ghn, out=dx_r)
+        xp.subtract(1.0, r, out=u)
         u *= r
         dx_r *= u
         d = dgh[a:a + bs]
         d[:, :2 * h] = dxw[a:a + bs, :2 * h]
-        np.multiply(dx_n, r, out=d[:, 2 * h:])
+        xp.multiply(dx_n, r, out=d[:, 2 * h:])
         dh *= z
-        dh += gemm.matmul(d, w_hh)
+        dh += kern.matmul(d, w_hh)
         dh_c[:bs] = dh
-    return gru_input_and_weight_grads(dxw, dgh, x2, hp, w_ih, dh_c, need)
+    return gru_input_and_weight_grads(kern, dxw, dgh, x2, hp, w_ih, dh_c, need)
 
 
-def gru_input_and_weight_grads(dxw, dgh, x2, hp, w_ih, dh_c, need) -> tuple:
+def gru_input_and_weight_grads(kern, dxw, dgh, x2, hp, w_ih, dh_c, need) -> tuple:
     """(dx, dh0, dw_ih, dw_hh, db_ih, db_hh) from the gates' gradients of every step (dxw
     for the input projection, dgh for the hidden one; hp the previous states)."""
     need_x, need_wih, need_whh, need_b = need
-    dx = gemm.matmul(dxw, w_ih) if need_x else None
-    dw_ih = gemm.matmul(dxw.T, x2) if need_wih else None
-    dw_hh = gemm.matmul(dgh.T, hp) if need_whh else None
-    db_ih = col_sums(dxw) if need_b else None
-    db_hh = col_sums(dgh) if need_b else None
+    dx = kern.matmul(dxw, w_ih) if need_x else None
+    dw_ih = kern.matmul(dxw.T, x2) if need_wih else None
+    dw_hh = kern.matmul(dgh.T, hp) if need_whh else None
+    db_ih = kern.col_sums(dxw) if need_b else None
+    db_hh = kern.col_sums(dgh) if need_b else None
     return dx, dh_c, dw_ih, dw_hh, db_ih, db_hh
 
 
-def rnn_forward(x2, h0, w_ih, w_hh, bias, relu: bool, steps: Steps):
+def rnn_forward(kern, x2, h0, w_ih, w_hh, bias, relu: bool, steps: Steps):
     """states [N, H]: h_t = act(x W_ih^T + h_{t-1} W_hh^T + b) per step."""
+    xp = kern.xp
     h = w_hh.shape[0]
-    states = gemm.matmul(x2, w_ih.T, bias)
+    states = kern.matmul_bias(x2, w_ih.T, bias)
     whh_t = w_hh.T
     for t in steps.order:
         a, bs = steps.offsets[t], steps.sizes[t]
         s = states[a:a + bs]
-        gemm.matmul_acc(steps.prev(t, states, h0, 0, h), whh_t, s)
+        kern.matmul_accumulate(steps.prev(t, states, h0, 0, h), whh_t, s)
         if relu:
-            np.maximum(s, 0, out=s)
+            xp.maximum(s, 0, out=s)
         else:
-            np.tanh(s, out=s)
+            xp.tanh(s, out=s)
     return states
 
 
-def rnn_backward(ds, x2, h0, w_ih, w_hh, states, relu: bool, steps: Steps, need, scratch):
+def rnn_backward(kern, ds, x2, h0, w_ih, w_hh, states, relu: bool, steps: Steps, need, scratch):
     """Gradients (x, h0, w_ih, w_hh, bias) from ds [N, H]."""
+    xp = kern.xp
     h = w_hh.shape[0]
     dt = states.dtype
     dpre, hp = scratch
-    dh_c = np.zeros((steps.batch, h), dt)
+    dh_c = xp.zeros((steps.batch, h), dt)
     for t in reversed(steps.order):
         a, bs = steps.offsets[t], steps.sizes[t]
         hp[a:a + bs] = steps.prev(t, states, h0, 0, h)
         d = dpre[a:a + bs]
-        np.add(ds[a:a + bs], dh_c[:bs], out=d)
+        xp.add(ds[a:a + bs], dh_c[:bs], out=d)
         y = states[a:a + bs]
         if relu:
             d *= y > 0
         else:
             d *= 1.0 - y * y
-        dh_c[:bs] = gemm.matmul(d, w_hh)
+        dh_c[:bs] = kern.matmul(d, w_hh)
     need_x, need_wih, need_whh, need_b = need
-    dx = gemm.matmul(dpre, w_ih) if need_x else None
-    dw_ih = gemm.matmul(dpre.T, x2) if need_wih else None
-    dw_hh = gemm.matmul(dpre.T, hp) if need_whh else None
-    db = col_sums(dpre) if need_b else None
+    dx = kern.matmul(dpre, w_ih) if need_x else None
+    dw_ih = kern.matmul(dpre.T, x2) if need_wih else None
+    dw_hh = kern.matmul(dpre.T, hp) if need_whh else None
+    db = kern.col_sums(dpre) if need_b else None
     return dx, dh_c, dw_ih, dw_hh, db

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import numpy as np
+from contextlib import nullcontext
 
 from ... import dtypes as _dt
 from ...errors import DTypeError, ShapeError, ShapeRuntimeError
@@ -11,6 +11,7 @@ from ...tensor import Tensor, describe
 from ..base import Op
 
 _int64 = _dt.int64
+_f32 = _dt.float32.np
 
 
 def reduced_shape(shape, dims, keepdim: bool) -> tuple:
@@ -45,7 +46,13 @@ def _one_dim(dim, x: Tensor, op: str) -> int:
 
 def _compute_np(dt: _dt.DType):
     """The NumPy dtype a float kernel computes in: float32 for the 16-bit floats."""
-    return np.float32 if dt.itemsize == 2 else dt.np
+    return _f32 if dt.itemsize == 2 else dt.np
+
+
+def quiet(x: Tensor, **ignore):
+    """x's device's floating-point error state with `ignore`'s kinds off (xp.errstate), for
+    backward formulas; nothing on meta, whose namespace gives None."""
+    return x.device.xp.errstate(**ignore) or nullcontext()
 
 
 class Reduction(Op):

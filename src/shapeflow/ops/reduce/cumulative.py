@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import numpy as np
-
+from ... import dtypes as _dt
 from ...tensor import Tensor
 from ..base import Op, apply
 from ._common import _int64, _one_dim
@@ -22,15 +21,16 @@ class Cumsum(Op):
         return x.shape, (_int64 if x.dtype.category < 2 else x.dtype)
 
     def forward(self, x):
-        dt = np.int64 if x.dtype.kind in "biu" else x.dtype
+        xp = self.device.xp
+        dt = _int64.np if x.dtype.kind in "biu" else x.dtype
         if x.ndim == 0:
             return x.astype(dt)
         # 16-bit floats run in float32 and round once per element, as PyTorch's do
-        acc = np.float32 if dt.itemsize == 2 and x.dtype.kind not in "biu" else dt
+        acc = _dt.float32.np if dt.itemsize == 2 and x.dtype.kind not in "biu" else dt
         if self.reverse:
-            out = np.flip(np.cumsum(np.flip(x, self.d), axis=self.d, dtype=acc), self.d)
+            out = xp.flip(xp.cumsum(xp.flip(x, self.d), axis=self.d, dtype=acc), self.d)
             return out.astype(dt) if acc is not dt else out.copy()
-        out = np.cumsum(x, axis=self.d, dtype=acc)
+        out = xp.cumsum(x, axis=self.d, dtype=acc)
         return out if acc is dt else out.astype(dt)
 
     def backward(self, g):

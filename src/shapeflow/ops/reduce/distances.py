@@ -3,8 +3,7 @@ pair of rows). Composites of sub and the p-norm: gradients and meta shapes come 
 
 from __future__ import annotations
 
-import numpy as np
-
+from ... import dtypes as _dt
 from ...errors import DTypeError, ShapeRuntimeError
 from ...tensor import Tensor, describe
 from .norm import norm
@@ -33,10 +32,10 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:  # noqa: A002
     if p < 0:
         raise ShapeRuntimeError(f"pdist: only supports non-negative p values, got {p}",
                                 op="pdist")
-    from ..movement.flat_positions import _index
-
     n = input.shape[0]
-    i, j = np.triu_indices(n, 1)
-    rows_i = input.index_select(0, _index(i, input))
-    rows_j = input.index_select(0, _index(j, input))
+    # the pairs (i, j), i < j, as rows of one [2, pairs] index (None on meta: shape only)
+    ij = input.device.xp.asarray(input.device.xp.triu_indices(n, 1), dtype=_dt.int64.np)
+    pairs = Tensor._make(ij, (2, n * (n - 1) // 2), _dt.int64, input.device)
+    rows_i = input.index_select(0, pairs[0])
+    rows_j = input.index_select(0, pairs[1])
     return norm(rows_i - rows_j, p, dim=-1)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-import numpy as np
-
 from ... import dtypes as _dt
 from ...errors import DTypeError, ShapeRuntimeError
 from ...tensor import Tensor, describe
@@ -42,7 +40,7 @@ class AMax(Reduction):
     def __init__(self, dim, keepdim: bool = False, name: str = "amax") -> None:
         super().__init__(dim, keepdim)
         self.name = name
-        self.fn = np.max if name in ("amax", "max") else np.min
+        self.largest = name in ("amax", "max")
 
     def infer(self, x):
         shape, dt = Reduction.infer(self, x)
@@ -55,7 +53,8 @@ class AMax(Reduction):
         return (X0, OUT)
 
     def forward(self, x):
-        return self.fn(x, axis=self.dims, keepdims=self.keepdim)
+        xp = self.device.xp
+        return (xp.max if self.largest else xp.min)(x, axis=self.dims, keepdims=self.keepdim)
 
     def backward(self, g):
         x, out = self.saved_tensors
@@ -83,13 +82,14 @@ class MaxDim(Op):
         return (Saved.new("indices", self.keep_shape, _int64),)
 
     def forward(self, x):
+        xp = self.device.xp
         if x.ndim == 0:
-            idx = np.zeros((), dtype=np.int64)
+            idx = xp.zeros((), dtype=_int64.np)
             values = x.copy()
         else:
-            arg = np.argmax if self.name == "max" else np.argmin
+            arg = xp.argmax if self.name == "max" else xp.argmin
             idx = arg(x, axis=self.d, keepdims=True)
-            values = np.take_along_axis(x, idx, axis=self.d)
+            values = xp.take_along_axis(x, idx, axis=self.d)
             if not self.keepdim:
                 values = values.squeeze(self.d)
         self.indices = idx  # for backward (the engine takes it if the node is recorded)
@@ -117,11 +117,12 @@ class OneHot(Op):
         return self.shape, _dt.bool_
 
     def forward(self, idx):
+        xp = self.device.xp
         if not self.shape:
-            return np.ones((), dtype=np.bool_)
+            return xp.ones((), dtype=_dt.bool_.np)
         view = [1] * len(self.shape)
         view[self.dim] = self.shape[self.dim]
-        return np.arange(self.shape[self.dim]).reshape(view) == idx
+        return xp.arange(self.shape[self.dim]).reshape(view) == idx
 
 
 class ArgMax(Op):
@@ -144,13 +145,15 @@ class ArgMax(Op):
         return reduced_shape(x.shape, dims, self.keepdim), _int64
 
     def forward(self, x):
-        fn = np.argmax if self.name == "argmax" else np.argmin
+        xp = self.device.xp
+        i64 = _int64.np
+        fn = xp.argmax if self.name == "argmax" else xp.argmin
         if self.dim is None:
-            out = np.asarray(fn(x), dtype=np.int64)
+            out = xp.asarray(fn(x), dtype=i64)
             return out.reshape((1,) * x.ndim) if self.keepdim else out
         if x.ndim == 0:
-            return np.zeros((), dtype=np.int64)
-        return fn(x, axis=self.d, keepdims=self.keepdim).astype(np.int64, copy=False)
+            return xp.zeros((), dtype=i64)
+        return fn(x, axis=self.d, keepdims=self.keepdim).astype(i64, copy=False)
 
 
 def amax(x: Tensor, dim=(), keepdim: bool = False) -> Tensor:

@@ -3,8 +3,6 @@ integers and bools as int64), a uint64 fingerprint as PyTorch's mode 0."""
 
 from __future__ import annotations
 
-import numpy as np
-
 from ... import dtypes as _dt
 from ...errors import ArgumentError, ShapeIndexError, ShapeRuntimeError
 from ...shape import normalize_dims
@@ -37,10 +35,11 @@ def hash_tensor(input: Tensor, dim=None, *, keepdim: bool = False,  # noqa: A002
         tuple(s for i, s in enumerate(input.shape) if i not in dims)
     if input._data is None:  # meta: the shape alone
         return Tensor._make(None, shape, _dt.uint64, input.device)
-    a = input._data
-    wide = np.array(a, dtype=np.float64 if a.dtype.kind == "f" or a.dtype.name == "bfloat16"
-                    else np.int64, order="C")  # a copy, 0-d kept 0-d
-    bits = wide.view(np.uint64)
-    out = np.bitwise_xor.reduce(bits, axis=dims, keepdims=keepdim) if dims else bits
-    out = np.array(out, dtype=np.uint64, order="C").reshape(shape)
-    return Tensor._make(input.device.from_numpy(out), shape, _dt.uint64, input.device)
+    xp, a = input.device.xp, input._data
+    u64 = _dt.uint64.np
+    wide = xp.array(a, dtype=_dt.float64.np if a.dtype.kind == "f" or a.dtype.name ==
+                    "bfloat16" else _dt.int64.np, order="C")  # a copy, 0-d kept 0-d
+    bits = wide.view(u64)
+    out = xp.bitwise_xor.reduce(bits, axis=dims, keepdims=keepdim) if dims else bits
+    out = xp.array(out, dtype=u64, order="C").reshape(shape)
+    return Tensor._make(out, shape, _dt.uint64, input.device)

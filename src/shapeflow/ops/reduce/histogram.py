@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-import numpy as np
-
+from ... import dtypes as _dt
 from ...device import meta
 from ...errors import DTypeError, ShapeRuntimeError
 from ...tensor import Tensor, describe
@@ -19,8 +18,8 @@ HistogramddResult = namedtuple("histogramdd", ["hist", "bin_edges"])
 __all__ = ["histogram", "histogramdd"]
 
 
-def _edges(col: np.ndarray, bins, lo_hi, npd) -> np.ndarray:
-    if isinstance(bins, np.ndarray):
+def _edges(xp, col, bins, lo_hi, npd):
+    if not isinstance(bins, int):  # the edges, as a device array
         return bins.astype(npd)
     if lo_hi is not None:
         lo, hi = (float(v) for v in lo_hi)
@@ -33,40 +32,41 @@ def _edges(col: np.ndarray, bins, lo_hi, npd) -> np.ndarray:
                                 f"({lo}, {hi})", op="histogram")
     if lo == hi:  # one value: a unit-wide range around it, as PyTorch and NumPy
         lo, hi = lo - 0.5, hi + 0.5
-    return _linspace(lo, hi, bins + 1, npd)
+    return _linspace(xp, lo, hi, bins + 1, npd)
 
 
-def _linspace(lo: float, hi: float, n: int, npd) -> np.ndarray:
+def _linspace(xp, lo: float, hi: float, n: int, npd):
     """PyTorch's linspace in the input's dtype (the first half counted up from lo, the
     second down from hi), so that edges, and the bins of values on them, match its own."""
     start, end = npd.type(lo), npd.type(hi)
     step = (end - start) / npd.type(n - 1)
-    i = np.arange(n)
+    i = xp.arange(n)
     half = n // 2
     up = start + step * i[:half].astype(npd)
     down = end - step * (n - 1 - i[half:]).astype(npd)
-    return np.concatenate([up, down]).astype(npd)
+    return xp.concatenate([up, down]).astype(npd)
 
 
-def _count(x2: np.ndarray, edges: list, weight, density: bool, npd) -> np.ndarray:
+def _count(xp, x2, edges: list, weight, density: bool, npd):
     shape = tuple(len(e) - 1 for e in edges)
-    keep = np.ones(len(x2), bool)
+    f64 = _dt.float64.np
+    keep = xp.ones(len(x2), _dt.bool_.np)
     idx = []
     for k, e in enumerate(edges):
         col = x2[:, k]
-        i = np.searchsorted(e, col, side="right") - 1
-        i = np.where(col == e[-1], len(e) - 2, i)  # the last edge belongs to the last bin
+        i = xp.searchsorted(e, col, side="right") - 1
+        i = xp.where(col == e[-1], len(e) - 2, i)  # the last edge belongs to the last bin
         keep &= (col >= e[0]) & (col <= e[-1]) & (i >= 0)
-        idx.append(np.clip(i, 0, max(len(e) - 2, 0)))
-    hist = np.zeros(shape, np.float64)
-    w = np.ones(len(x2)) if weight is None else weight.astype(np.float64)
+        idx.append(xp.clip(i, 0, max(len(e) - 2, 0)))
+    hist = xp.zeros(shape, f64)
+    w = xp.ones(len(x2)) if weight is None else weight.astype(f64)
     if keep.any() and all(shape):
-        np.add.at(hist, tuple(i[keep] for i in idx), w[keep])
+        xp.add.at(hist, tuple(i[keep] for i in idx), w[keep])
     if density:
         total = hist.sum()
-        widths = np.ones(shape)
+        widths = xp.ones(shape)
         for k, e in enumerate(edges):
-            widths = widths * np.diff(e.astype(np.float64)).reshape(
+            widths = widths * xp.diff(e.astype(f64)).reshape(
                 tuple(-1 if j == k else 1 for j in range(len(edges))))
         hist = hist / (total * widths) if total else hist / widths * 0
     return hist.astype(npd)
@@ -103,6 +103,7 @@ def histogramdd(input: Tensor, bins, range=None, weight: Tensor | None = None,  
         return HistogramddResult(Tensor._make(None, tuple(sizes), input.dtype, meta),
                                  [Tensor._make(None, (n + 1,), input.dtype, meta)
                                   for n in sizes])
+    xp = dev.xp
     x2 = input._data.reshape(-1, D)
     edges = []
     for k, b in enumerate(bins):
@@ -111,12 +112,11 @@ def histogramdd(input: Tensor, bins, range=None, weight: Tensor | None = None,  
             raise ShapeRuntimeError(f"histogramdd: bins must be positive, got {spec}",
                                     op="histogramdd")
         lo_hi = None if range is None else (range[2 * k], range[2 * k + 1])
-        edges.append(_edges(x2[:, k], spec, lo_hi, npd))
+        edges.append(_edges(xp, x2[:, k], spec, lo_hi, npd))
     w = None if weight is None else weight._data.reshape(-1)
-    hist = _count(x2, edges, w, density, npd)
-    return HistogramddResult(Tensor._make(dev.from_numpy(hist), hist.shape, input.dtype, dev),
-                             [Tensor._make(dev.from_numpy(e), e.shape, input.dtype, dev)
-                              for e in edges])
+    hist = _count(xp, x2, edges, w, density, npd)
+    return HistogramddResult(Tensor._make(hist, hist.shape, input.dtype, dev),
+                             [Tensor._make(e, e.shape, input.dtype, dev) for e in edges])
 
 
 def histogram(input: Tensor, bins=100, *, range=None, weight: Tensor | None = None,  # noqa: A002

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from ... import dtypes as _dt
 from ...tensor import Tensor
 from ..base import apply
@@ -22,9 +20,11 @@ class AllAny(Reduction):
         return dt if dt is _dt.uint8 else _dt.bool_
 
     def forward(self, x):
-        fn = np.all if self.name == "all" else np.any
+        xp = self.device.xp
+        fn = xp.all if self.name == "all" else xp.any
         out = fn(x, axis=self.dims, keepdims=self.keepdim)
-        return np.asarray(out).astype(x.dtype if x.dtype == np.uint8 else np.bool_, copy=False)
+        keep = x.dtype == _dt.uint8.np  # PyTorch: uint8 in, uint8 out
+        return xp.asarray(out).astype(x.dtype if keep else _dt.bool_.np, copy=False)
 
 
 def all(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001

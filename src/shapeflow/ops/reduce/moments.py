@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ... import dtypes as _dt
 from ...errors import DTypeError, ShapeError
 from ...shape import prod_dims
 from ...tensor import Tensor
 from ..base import OUT, X0, apply
-from ._common import Reduction, _compute_np
+from ._common import Reduction, _compute_np, quiet
 
 
 class Var(Reduction):
@@ -31,22 +29,23 @@ class Var(Reduction):
         return (X0,)
 
     def forward(self, x):
+        xp = self.device.xp
         dt = x.dtype
         n = prod_dims(x.shape[d] for d in self.dims)
         xc = x.astype(_compute_np(_dt.from_numpy_dtype(dt)), copy=False)
-        with np.errstate(invalid="ignore", divide="ignore"):
+        with xp.errstate(invalid="ignore", divide="ignore"):
             if n - self.correction > 0:
-                out = np.var(xc, axis=self.dims, ddof=self.correction, keepdims=self.keepdim)
+                out = xp.var(xc, axis=self.dims, ddof=self.correction, keepdims=self.keepdim)
             else:  # PyTorch: divide by max(0, N - correction), giving inf or nan
-                mean_ = np.mean(xc, axis=self.dims, keepdims=True) if n else 0.0
-                ss = np.sum((xc - mean_) ** 2, axis=self.dims, keepdims=self.keepdim)
+                mean_ = xp.mean(xc, axis=self.dims, keepdims=True) if n else 0.0
+                ss = xp.sum((xc - mean_) ** 2, axis=self.dims, keepdims=self.keepdim)
                 out = ss / 0.0
-        return np.asarray(out).astype(dt, copy=False)
+        return xp.asarray(out).astype(dt, copy=False)
 
     def backward(self, g):
         (x,) = self.saved_tensors
         centered = x - x.mean(dim=self.dims, keepdim=True)
-        with np.errstate(invalid="ignore"):  # N <= correction: inf * 0 is nan, as in PyTorch
+        with quiet(x, invalid="ignore"):  # N <= correction: inf * 0 is nan, as PyTorch
             return (self.keep(g) * centered * self.grad_scale(),)
 
     def grad_scale(self) -> float:
@@ -66,10 +65,11 @@ class Std(Var):
         return (X0, OUT)
 
     def forward(self, x):
+        xp = self.device.xp
         out = Var.forward(self, x.astype(_compute_np(_dt.from_numpy_dtype(x.dtype)),
                                          copy=False))
-        with np.errstate(invalid="ignore"):
-            return np.sqrt(out).astype(x.dtype, copy=False)
+        with xp.errstate(invalid="ignore"):
+            return xp.sqrt(out).astype(x.dtype, copy=False)
 
     def backward(self, g):
         from ..elementwise import where
@@ -78,7 +78,7 @@ class Std(Var):
         out = self.keep(out)
         zero = out == 0
         gv = where(zero, 0.0, self.keep(g) / (where(zero, 1.0, out) * 2.0))
-        with np.errstate(invalid="ignore"):
+        with quiet(x, invalid="ignore"):
             return (gv * (x - x.mean(dim=self.dims, keepdim=True)) * self.grad_scale(),)
 
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-import numpy as np
-
 from ... import dtypes as _dt
 from ...device import meta
 from ...errors import ArgumentError, DTypeError, ShapeError
@@ -60,25 +58,31 @@ def _last(x: Tensor, d: int) -> Tensor:
     return movedim(x, d, -1)
 
 
-def _valid_counts(rows: Tensor, ignore_nan: bool) -> np.ndarray | None:
+def _valid_counts(rows: Tensor, ignore_nan: bool):
     """Per row (last dim): non-NaN count; None on meta (ranks then assume no NaN)."""
     if rows.device is meta:
         return None
-    a = rows._data
-    nan = np.isnan(a) if a.dtype.kind in "fc" else np.zeros(a.shape, bool)
-    return (~nan).sum(-1, keepdims=True) if ignore_nan else np.where(
+    xp, a = rows.device.xp, rows._data
+    nan = xp.isnan(a) if a.dtype.kind in "fc" else xp.zeros(a.shape, _dt.bool_.np)
+    return (~nan).sum(-1, keepdims=True) if ignore_nan else xp.where(
         nan.any(-1, keepdims=True), -1, a.shape[-1])
 
 
-def _pick(rows: Tensor, ranks: np.ndarray) -> tuple[Tensor, Tensor]:
+def _index_of(ranks, shape: tuple, like: Tensor) -> Tensor:
+    """ranks broadcast to `shape`, as an int64 tensor on like's device (meta: shape only)."""
+    xp = like.device.xp
+    return Tensor._make(xp.ascontiguousarray(xp.broadcast_to(ranks, shape), dtype=_dt.int64.np),
+                        shape, _dt.int64, like.device)
+
+
+def _pick(rows: Tensor, ranks) -> tuple[Tensor, Tensor]:
     """(values, indices) of the ranks-th smallest of each row (ranks shaped [..., 1])."""
     from ..movement import gather, squeeze
     from ..sorting import sort
 
     s = sort(rows, -1)
     shape = tuple(rows.shape[:-1]) + (1,)
-    idx = Tensor._make(None if rows.device is meta else np.ascontiguousarray(
-        np.broadcast_to(ranks, shape), dtype=np.int64), shape, _dt.int64, rows.device)
+    idx = _index_of(ranks, shape, rows)
     return squeeze(gather(s.values, -1, idx), -1), squeeze(gather(s.indices, -1, idx), -1)
 
 
@@ -94,13 +98,14 @@ def _median(x: Tensor, dim, keepdim: bool, op: str, result, ignore_nan: bool):
         d = _one_dim(dim, x, op)
         rows = _last(x, d) if x.ndim else reshape(x, (1,))
     n = rows.shape[-1]
+    xp = rows.device.xp
     counts = _valid_counts(rows, ignore_nan)
-    if counts is None:
-        ranks = np.array([(n - 1) // 2])
+    if counts is None:  # meta: no values to rank
+        ranks = None
     elif ignore_nan:  # an all-NaN row picks its first NaN (rank 0)
-        ranks = np.maximum(counts - 1, 0) // 2
+        ranks = xp.maximum(counts - 1, 0) // 2
     else:  # a row with NaN: the first NaN, sorted after every number
-        ranks = np.where(counts < 0, (~np.isnan(rows._data)).sum(-1, keepdims=True),
+        ranks = xp.where(counts < 0, (~xp.isnan(rows._data)).sum(-1, keepdims=True),
                          (n - 1) // 2)
     values, indices = _pick(rows, ranks)
     if dim is None:
@@ -122,14 +127,14 @@ def nanmedian(x: Tensor, dim: int | None = None, keepdim: bool = False):
     return _median(x, dim, keepdim, "nanmedian", NanmedianResult, True)
 
 
-def _mode_rows(a: np.ndarray) -> np.ndarray:
+def _mode_rows(xp, a):
     """Per row: the last index of the most frequent value (the smallest among ties)."""
-    out = np.empty(a.shape[:-1] + (1,), np.int64)
+    out = xp.empty(a.shape[:-1] + (1,), _dt.int64.np)
     for i, row in enumerate(a.reshape(-1, a.shape[-1])):
-        values, counts = np.unique(row, return_counts=True)
-        best = values[np.argmax(counts)]  # unique sorts: argmax takes the smallest tie
-        out.reshape(-1)[i] = np.flatnonzero(row == best)[-1] if best == best else \
-            np.flatnonzero(np.isnan(row))[-1]
+        values, counts = xp.unique(row, return_counts=True)
+        best = values[xp.argmax(counts)]  # unique sorts: argmax takes the smallest tie
+        out.reshape(-1)[i] = xp.flatnonzero(row == best)[-1] if best == best else \
+            xp.flatnonzero(xp.isnan(row))[-1]
     return out
 
 
@@ -139,16 +144,16 @@ def mode(x: Tensor, dim: int = -1, keepdim: bool = False):
 
     if x.ndim == 0:
         return ModeResult(x * 1 if x.dtype.is_floating_point else x,
-                          Tensor._make(None if x.device is meta else np.zeros((), np.int64),
-                                       (), _dt.int64, x.device))
+                          Tensor._make(x.device.xp.zeros((), _dt.int64.np), (), _dt.int64,
+                                       x.device))
     d = _one_dim(dim, x, "mode")
     rows = _last(x, d)
     if rows.shape[-1] == 0:
         raise ShapeError("mode: cannot take the mode of an empty dim", op="mode",
                          operands=[("input", describe(x))])
     shape = tuple(rows.shape[:-1]) + (1,)
-    idx = Tensor._make(None if x.device is meta else _mode_rows(rows._data), shape, _dt.int64,
-                       x.device)
+    idx = Tensor._make(None if x.device is meta else _mode_rows(x.device.xp, rows._data),
+                       shape, _dt.int64, x.device)
     values, indices = squeeze(gather(rows, -1, idx), -1), reshape(idx, shape[:-1])
     if keepdim:
         values, indices = unsqueeze(values, d), unsqueeze(indices, d)
@@ -171,8 +176,11 @@ def _quantile(x: Tensor, q, dim, keepdim: bool, interpolation: str, op: str,
             raise ShapeError(f"{op}: q must be a number or a 0-d or 1-d tensor, got "
                              f"{q.ndim} dims", op=op, operands=[("q", describe(q))])
         # a meta q gives only its length: any valid value stands in
-        qv = np.full(q.shape, 0.5) if q.device is meta else q._data
-        qs, many = [float(v) for v in np.atleast_1d(qv)], q.ndim == 1
+        if q.device is meta:
+            qs = [0.5] * (q.shape[0] if q.ndim else 1)
+        else:
+            qs = [float(v) for v in q.device.xp.atleast_1d(q._data)]
+        many = q.ndim == 1
     else:
         qs, many = [float(q)], False
     if any(not 0 <= v <= 1 for v in qs):
@@ -186,27 +194,29 @@ def _quantile(x: Tensor, q, dim, keepdim: bool, interpolation: str, op: str,
         d = _one_dim(dim, x, op)
         rows = _last(x, d) if x.ndim else reshape(x, (1,))
     n = rows.shape[-1]
+    xp = x.device.xp  # on meta every array below is None: the tensors keep their shapes
     counts = _valid_counts(rows, ignore_nan)
     sorted_rows = _sorted(rows)
     ft = x.dtype.np.type
     outs = []
     for v in qs:
         if counts is None:
-            ranks = np.full((1,), ft(v) * ft(n - 1))
+            ranks = xp.full((1,), ft(v) * ft(n - 1))
         elif ignore_nan:  # an all-NaN row takes rank 0, a NaN
-            ranks = np.maximum(ft(v) * (counts - 1).astype(ft), 0)
+            ranks = xp.maximum(ft(v) * (counts - 1).astype(ft), 0)
         else:  # a row with NaN takes the last rank, a NaN
-            ranks = np.where(counts < 0, ft(n - 1), ft(v) * ft(n - 1)).astype(ft)
-        ranks = {"lower": np.floor, "higher": np.ceil, "nearest": np.round}.get(
+            ranks = xp.where(counts < 0, ft(n - 1), ft(v) * ft(n - 1)).astype(ft)
+        ranks = {"lower": xp.floor, "higher": xp.ceil, "nearest": xp.round}.get(
             interpolation, lambda r: r)(ranks)
-        below = np.floor(ranks)
+        below = xp.floor(ranks)
         out = _take(sorted_rows, below)
         if interpolation in ("linear", "midpoint"):
-            above = _take(sorted_rows, np.ceil(ranks))
-            w = np.full(ranks.shape, 0.5, ft) if interpolation == "midpoint" else ranks - below
-            weight = Tensor._make(None if x.device is meta else np.ascontiguousarray(
-                np.broadcast_to(w, tuple(rows.shape[:-1]) + (1,)), dtype=ft),
-                tuple(rows.shape[:-1]) + (1,), x.dtype, x.device)
+            above = _take(sorted_rows, xp.ceil(ranks))
+            w = xp.full((1,), 0.5, ft) if interpolation == "midpoint" else xp.subtract(
+                ranks, below)
+            shape = tuple(rows.shape[:-1]) + (1,)
+            weight = Tensor._make(xp.ascontiguousarray(xp.broadcast_to(w, shape), dtype=ft),
+                                  shape, x.dtype, x.device)
             out = out + weight * (above - out)
         outs.append(squeeze(out, -1))
     if keepdim:
@@ -221,13 +231,11 @@ def _sorted(rows: Tensor) -> Tensor:
     return sort(rows, -1).values
 
 
-def _take(sorted_rows: Tensor, ranks: np.ndarray) -> Tensor:
+def _take(sorted_rows: Tensor, ranks) -> Tensor:
     from ..movement import gather
 
     shape = tuple(sorted_rows.shape[:-1]) + (1,)
-    idx = Tensor._make(None if sorted_rows.device is meta else np.ascontiguousarray(
-        np.broadcast_to(ranks, shape), dtype=np.int64), shape, _dt.int64, sorted_rows.device)
-    return gather(sorted_rows, -1, idx)
+    return gather(sorted_rows, -1, _index_of(ranks, shape, sorted_rows))
 
 
 def quantile(x: Tensor, q, dim: int | None = None, keepdim: bool = False, *,
@@ -259,15 +267,18 @@ def bincount(x: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Te
     if weights is not None and tuple(weights.shape) != tuple(x.shape):
         raise ShapeError("bincount: weights must have the input's shape", op="bincount",
                          operands=[("input", describe(x)), ("weights", describe(weights))])
-    a = x._need_data("bincount (its size depends on the values)")
+    x._need_data("bincount (its size depends on the values)")  # raises on meta
+    a = x._data
     if a.size and a.min() < 0:
         raise ArgumentError("bincount: the input must not hold negative values",
                             op="bincount", operands=[("input", describe(x))])
+    xp = x.device.xp
     if weights is None:
-        out, dtype = np.bincount(a, minlength=minlength).astype(np.int64), _dt.int64
+        out, dtype = xp.bincount(a, minlength=minlength).astype(_dt.int64.np), _dt.int64
     else:
         dtype = weights.dtype if weights.dtype.is_floating_point else _dt.float64
-        out = np.bincount(a, weights._need_data("bincount"), minlength).astype(dtype.np)
+        weights._need_data("bincount")
+        out = xp.bincount(a, weights._data, minlength).astype(dtype.np)
     return Tensor._make(out, out.shape, dtype, x.device)
 
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ... import dtypes as _dt
 from ...errors import DTypeError, ShapeError
 from ...tensor import Tensor, describe
@@ -42,14 +40,15 @@ class VectorNorm(Reduction):
         return (X0, OUT)
 
     def forward(self, x):
+        xp = self.device.xp
         dt = x.dtype
         xc = x.astype(_compute_np(_dt.from_numpy_dtype(dt)), copy=False)
         if self.p == 2:
-            out = np.sqrt(np.sum(xc * xc, axis=self.dims, keepdims=self.keepdim))
+            out = xp.sqrt(xp.sum(xc * xc, axis=self.dims, keepdims=self.keepdim))
         else:
-            out = np.sum(np.abs(xc) ** self.p, axis=self.dims, keepdims=self.keepdim) ** (
+            out = xp.sum(xp.abs(xc) ** self.p, axis=self.dims, keepdims=self.keepdim) ** (
                 1.0 / self.p)
-        return np.asarray(out).astype(dt, copy=False)
+        return xp.asarray(out).astype(dt, copy=False)
 
     def backward(self, g):
         from ..elementwise import abs as abs_

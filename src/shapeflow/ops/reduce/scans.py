@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-import numpy as np
-
 from ... import dtypes as _dt
 from ...device import meta
 from ...errors import ShapeError
@@ -19,14 +17,14 @@ CumminResult = namedtuple("cummin", ["values", "indices"])
 _KEEP_X_OUT = (X0, OUT)
 
 
-def _rows(a: np.ndarray, d: int) -> np.ndarray:
+def _rows(xp, a, d: int):
     """a with dim d last, as rows [-1, n] (a copy only where NumPy needs one)."""
-    return np.moveaxis(a, d, -1).reshape(-1, a.shape[d])
+    return xp.moveaxis(a, d, -1).reshape(-1, a.shape[d])
 
 
-def _unrows(r: np.ndarray, shape: tuple, d: int) -> np.ndarray:
+def _unrows(xp, r, shape: tuple, d: int):
     moved = shape[:d] + shape[d + 1:] + (shape[d],)
-    return np.ascontiguousarray(np.moveaxis(r.reshape(moved), -1, d))
+    return xp.ascontiguousarray(xp.moveaxis(r.reshape(moved), -1, d))
 
 
 class Cumprod(Op):
@@ -45,10 +43,10 @@ class Cumprod(Op):
         return _KEEP_X_OUT
 
     def forward(self, x):
-        dt = np.int64 if x.dtype.kind in "biu" else x.dtype
+        dt = _int64.np if x.dtype.kind in "biu" else x.dtype
         if x.ndim == 0:
             return x.astype(dt)
-        return np.cumprod(x, axis=self.d, dtype=dt)
+        return self.device.xp.cumprod(x, axis=self.d, dtype=dt)
 
     def backward(self, g):
         x, out = self.saved_tensors
@@ -72,22 +70,24 @@ class CumprodGradWithZeros(Op):
         return x.shape, g.dtype
 
     def forward(self, x, out, g):
+        xp = self.device.xp
         d = self.d
-        xr, orow, gr = _rows(x, d), _rows(out, d), _rows(g.astype(x.dtype, copy=False), d)
+        xr, orow = _rows(xp, x, d), _rows(xp, out, d)
+        gr = _rows(xp, g.astype(x.dtype, copy=False), d)
         n = xr.shape[1]
-        idx = np.arange(n)
+        idx = xp.arange(n)
         zero = xr == 0
-        first = np.where(zero.any(1), zero.argmax(1), n)[:, None]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            before = np.flip(np.cumsum(np.flip(gr * orow, 1), 1), 1) / xr
+        first = xp.where(zero.any(1), zero.argmax(1), n)[:, None]
+        with xp.errstate(divide="ignore", invalid="ignore"):
+            before = xp.flip(xp.cumsum(xp.flip(gr * orow, 1), 1), 1) / xr
         # at the first zero z: out[z-1] * sum_{j >= z} g_j * prod_{z < i <= j} x_i
-        ones_to_z = np.where(idx <= first, 1, xr)
-        tail = np.cumprod(ones_to_z, 1)
-        at_z = np.sum(np.where(idx >= first, gr * tail, 0), 1, keepdims=True)
-        prev = np.take_along_axis(orow, np.maximum(first - 1, 0), 1)
-        at_z = at_z * np.where(first > 0, prev, 1)
-        grad = np.where(idx < first, before, np.where(idx == first, at_z, 0))
-        return _unrows(grad.astype(g.dtype, copy=False), tuple(x.shape), d)
+        ones_to_z = xp.where(idx <= first, 1, xr)
+        tail = xp.cumprod(ones_to_z, 1)
+        at_z = xp.sum(xp.where(idx >= first, gr * tail, 0), 1, keepdims=True)
+        prev = xp.take_along_axis(orow, xp.maximum(first - 1, 0), 1)
+        at_z = at_z * xp.where(first > 0, prev, 1)
+        grad = xp.where(idx < first, before, xp.where(idx == first, at_z, 0))
+        return _unrows(xp, grad.astype(g.dtype, copy=False), tuple(x.shape), d)
 
 
 def cumprod(x: Tensor, dim: int, dtype=None) -> Tensor:
@@ -111,17 +111,18 @@ class CumExtremeIndex(Op):
         return x.shape, _int64
 
     def forward(self, x):
+        xp = self.device.xp
         if x.ndim == 0:
-            return np.zeros((), np.int64)
-        acc = np.maximum if self.largest else np.minimum
+            return xp.zeros((), _int64.np)
+        acc = xp.maximum if self.largest else xp.minimum
         running = acc.accumulate(x, axis=self.d)
         new = x == running
         if x.dtype.kind == "f" or x.dtype.name == "bfloat16":
-            new |= np.isnan(x)
+            new |= xp.isnan(x)
         shape = [1] * x.ndim
         shape[self.d] = x.shape[self.d]
-        pos = np.arange(x.shape[self.d]).reshape(shape)
-        return np.maximum.accumulate(np.where(new, pos, 0), axis=self.d)
+        pos = xp.arange(x.shape[self.d]).reshape(shape)
+        return xp.maximum.accumulate(xp.where(new, pos, 0), axis=self.d)
 
 
 def _cum_extreme(x: Tensor, dim: int, largest: bool):
@@ -162,7 +163,7 @@ class LogCumSumExp(Op):
             x = x.astype(_dt.default_float.np)
         if x.ndim == 0:
             return x.copy()
-        return np.logaddexp.accumulate(x, axis=self.d)
+        return self.device.xp.logaddexp.accumulate(x, axis=self.d)
 
     def backward(self, g):
         x, out = self.saved_tensors
@@ -185,13 +186,14 @@ class LogCumSumExpGrad(Op):
     def forward(self, x, out, g):
         if x.ndim == 0:
             return g.astype(x.dtype, copy=True)
+        xp = self.device.xp
         d = self.d
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        with xp.errstate(divide="ignore", invalid="ignore", over="ignore"):
             def part(gp):
-                r = np.flip(np.log(gp) - out, d)
-                return np.exp(x + np.flip(np.logaddexp.accumulate(r, axis=d), d))
+                r = xp.flip(xp.log(gp) - out, d)
+                return xp.exp(x + xp.flip(xp.logaddexp.accumulate(r, axis=d), d))
 
-            grad = part(np.maximum(g, 0)) - part(np.maximum(-g, 0))
+            grad = part(xp.maximum(g, 0)) - part(xp.maximum(-g, 0))
         return grad.astype(x.dtype, copy=False)
 
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 import math
 import warnings
 
-import numpy as np
-
 from ... import dtypes as _dt
 from ...autograd.autocast_state import hot as _autocast_hot
 from ...errors import DTypeError
@@ -14,7 +12,6 @@ from ...shape import prod_dims
 from ...tensor import Tensor
 from .. import autocast as _autocast
 from ..base import OUT, X0, apply
-from ..blas_sum import sum_over
 from ._common import Reduction, _compute_np, _int64, reduced_shape
 
 
@@ -26,14 +23,8 @@ class Sum(Reduction):
 
     def forward(self, x):
         dt = self.out_dtype(_dt.from_numpy_dtype(x.dtype)).np
-        if x.dtype == dt:
-            out = sum_over(x, self.dims, self.keepdim)
-            if out is not None:
-                return out
-        if dt.itemsize == 2 and dt.kind not in "iu":  # bfloat16/float16: a float32 sum, as
-            return np.asarray(np.sum(x, axis=self.dims, keepdims=self.keepdim,  # PyTorch's
-                                     dtype=np.float32)).astype(dt)
-        return np.sum(x, axis=self.dims, keepdims=self.keepdim, dtype=dt)
+        # bfloat16/float16 sum in float32, as PyTorch's
+        return self.device.kernels.sum(x, self.dims, self.keepdim, dt)
 
     def backward(self, g):
         return (self.expand_grad(g),)
@@ -51,19 +42,17 @@ class Mean(Reduction):
         return dt
 
     def forward(self, x):
+        xp = self.device.xp
         dt = x.dtype
         acc = _compute_np(_dt.from_numpy_dtype(dt))
         if x.size == 0:  # the mean of nothing is nan, as in PyTorch (without NumPy's warning)
-            with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
+            with warnings.catch_warnings(), xp.errstate(invalid="ignore", divide="ignore"):
                 warnings.simplefilter("ignore", RuntimeWarning)
-                out = np.mean(x, axis=self.dims, keepdims=self.keepdim, dtype=acc)
-        else:
-            out = sum_over(x, self.dims, self.keepdim) if dt == acc else None
-            if out is not None:
-                out /= math.prod(x.shape[d] for d in self.dims)
-            else:
-                out = np.mean(x, axis=self.dims, keepdims=self.keepdim, dtype=acc)
-        return np.asarray(out).astype(dt, copy=False)
+                out = xp.mean(x, axis=self.dims, keepdims=self.keepdim, dtype=acc)
+        else:  # NumPy's mean is this: the sum in acc, divided by the count
+            out = self.device.kernels.sum(x, self.dims, self.keepdim, acc)
+            out /= math.prod(x.shape[d] for d in self.dims)
+        return xp.asarray(out).astype(dt, copy=False)
 
     def backward(self, g):
         n = prod_dims(self.in_shape[d] for d in self.dims)
@@ -83,7 +72,7 @@ class Prod(Reduction):
 
     def forward(self, x):
         dt = self.out_dtype(_dt.from_numpy_dtype(x.dtype)).np
-        return np.prod(x, axis=self.dims, keepdims=self.keepdim, dtype=dt)
+        return self.device.xp.prod(x, axis=self.dims, keepdims=self.keepdim, dtype=dt)
 
     def backward(self, g):
         # d prod / d x_i = prod of the others: out / x_i where x_i != 0; where x has exactly
@@ -110,13 +99,14 @@ class LogSumExp(Reduction):
         return (X0, OUT)
 
     def forward(self, x):
+        xp = self.device.xp
         dt = self.out_dtype(_dt.from_numpy_dtype(x.dtype))
         xc = x.astype(_compute_np(dt), copy=False)
-        m = np.max(xc, axis=self.dims, keepdims=True, initial=-np.inf)
-        m = np.where(np.isfinite(m), m, 0.0).astype(xc.dtype, copy=False)
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            s = np.sum(np.exp(xc - m), axis=self.dims, keepdims=True)
-            out = np.log(s) + m
+        m = xp.max(xc, axis=self.dims, keepdims=True, initial=-xp.inf)
+        m = xp.where(xp.isfinite(m), m, 0.0).astype(xc.dtype, copy=False)
+        with xp.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            s = xp.sum(xp.exp(xc - m), axis=self.dims, keepdims=True)
+            out = xp.log(s) + m
         if not self.keepdim:
             out = out.reshape(reduced_shape(x.shape, self.dims, False))
         return out.astype(dt.np, copy=False)
