@@ -399,25 +399,28 @@ class CpuKernels(ReferenceKernels):
     # ---- attention: flash blocks ---------------------------------------------------------
     # The compiled passes (kernels.c) take float32 blocks with contiguous rows; a query row
     # r of a causal block is query r % period (period: the block's rows).
-    def flash_softmax_lse(self, s, scale: float, causal: int | None):
-        """The only key panel of a block: softmax and its row logsumexp in one compiled
-        pass, else NumPy's passes."""
+    def flash_softmax_lse(self, s, scale: float, causal: int | None, out=None):
+        """The only key panel of a block: softmax and its row logsumexp (into `out` when
+        given) in one compiled pass, else NumPy's passes."""
         n = s.shape[-1]
-        lse = np.empty(s.shape[:-1], np.float64 if s.dtype == np.float64 else np.float32)
+        lse = np.empty(s.shape[:-1], np.float64 if s.dtype == np.float64 else np.float32) \
+            if out is None else out
         if _kernels.flash_softmax_lse(s.reshape(-1, n), lse, scale, *_period(s, causal)):
             self.ran("flash_softmax_lse", "compiled")
             return lse
-        return super().flash_softmax_lse(s, scale, causal)
+        return super().flash_softmax_lse(s, scale, causal, out)
 
-    def flash_online(self, s, m, l, scale: float, causal: int | None, first: bool):
-        """One key panel of an online softmax: one compiled pass, else NumPy's."""
+    def flash_online(self, s, m, l, scale: float, causal: int | None, first: bool,
+                     out=None):
+        """One key panel of an online softmax: one compiled pass, else NumPy's; the fade
+        factor into `out` when given."""
         n = s.shape[-1]
-        fade = np.empty(m.shape, m.dtype)
+        fade = np.empty(m.shape, m.dtype) if out is None else out
         if _kernels.flash_online(s.reshape(-1, n), m, l, fade, scale, *_period(s, causal),
                                  first):
             self.ran("flash_online", "compiled")
             return fade
-        return super().flash_online(s, m, l, scale, causal, first)
+        return super().flash_online(s, m, l, scale, causal, first, out)
 
     def flash_grad(self, s, dp, lse, delta, scale: float, ds_scale: float,
                    causal: int | None):
@@ -431,26 +434,26 @@ class CpuKernels(ReferenceKernels):
             return s, dp
         return super().flash_grad(s, dp, lse, delta, scale, ds_scale, causal)
 
-    def attention_widen(self, x, work):
+    def attention_widen(self, x, work, out=None):
         """bfloat16 widened in one compiled pass (NumPy's cast goes through ml_dtypes one
         element at a time), else NumPy's cast."""
         if x.dtype == _kernels.BF16:
-            out = _kernels.bf16_to_f32(np.ascontiguousarray(x))
-            if out is not None:
+            r = _kernels.bf16_to_f32(np.ascontiguousarray(x))
+            if r is not None:
                 self.ran("attention_widen", "compiled")
-                return out
+                return _into(r, out)
         self.ran("attention_widen", "numpy")
-        return super().attention_widen(x, work)
+        return super().attention_widen(x, work, out)
 
-    def attention_narrow(self, x32, dtype):
+    def attention_narrow(self, x32, dtype, out=None):
         """float32 -> bfloat16 rounded in one compiled pass, else NumPy's cast."""
         if dtype == _kernels.BF16:
-            out = _kernels.f32_to_bf16(x32)
-            if out is not None:
+            r = _kernels.f32_to_bf16(x32)
+            if r is not None:
                 self.ran("attention_narrow", "compiled")
-                return out
+                return _into(r, out)
         self.ran("attention_narrow", "numpy")
-        return super().attention_narrow(x32, dtype)
+        return super().attention_narrow(x32, dtype, out)
 
 
     # ---- rnn: cells -----------------------------------------------------------------------

@@ -12,17 +12,20 @@ from __future__ import annotations
 
 import numpy as np  # the host generator of the dropout tiles (moved onto the device)
 
+from .base import into
+
 _NEG_INF = float("-inf")
 
 
 class AttentionKernels:
     """attention kernels (a mixin of ReferenceKernels)."""
 
-    def flash_softmax_lse(self, s, scale: float, causal: int | None):
+    def flash_softmax_lse(self, s, scale: float, causal: int | None, out=None):
         """s <- softmax(s * scale) in place (rows that see nothing: 0); returns the row
         logsumexp (-inf for those rows): the only key panel of a block."""
         xp = self.xp
-        lse = xp.empty(s.shape[:-1], xp.float64 if s.dtype == xp.float64 else xp.float32)
+        lse = xp.empty(s.shape[:-1], xp.float64 if s.dtype == xp.float64 else xp.float32) \
+            if out is None else out
         self.ran("flash_softmax_lse", self.path)
         top = self._scaled_max(s, scale, causal)
         shift = xp.where(xp.isneginf(top), 0, top)
@@ -34,12 +37,13 @@ class AttentionKernels:
         lse[...] = xp.where(empty, _NEG_INF, shift + xp.log(xp.where(empty, 1, denom)))
         return lse
 
-    def flash_online(self, s, m, l, scale: float, causal: int | None, first: bool):
+    def flash_online(self, s, m, l, scale: float, causal: int | None, first: bool,
+                     out=None):
         """One key panel of several: s <- exp(s * scale - new row max); the running max m
         and sum l [..., nq] are updated in place; returns the factor the running output
         fades by."""
         xp = self.xp
-        fade = xp.empty(m.shape, m.dtype)
+        fade = xp.empty(m.shape, m.dtype) if out is None else out
         self.ran("flash_online", self.path)
         bm = self._scaled_max(s, scale, causal)
         top = bm if first else xp.maximum(m, bm)
@@ -94,10 +98,10 @@ class AttentionKernels:
         return self.xp.multiply(draw >= p, scale, out=draw)  # the draw's buffer, reused
 
     # ---- the casts of 16-bit blocks (float32 inside, one rounding) -------------------------
-    def attention_widen(self, x, work):
+    def attention_widen(self, x, work, out=None):
         """x (a 16-bit float array, or any other) as a C-contiguous array of `work`."""
-        return self.xp.ascontiguousarray(x, work)
+        return into(self.xp.ascontiguousarray(x, work), out)
 
-    def attention_narrow(self, x32, dtype):
+    def attention_narrow(self, x32, dtype, out=None):
         """A float32 block rounded to `dtype` (nearest even)."""
-        return x32.astype(dtype)
+        return into(x32.astype(dtype), out)

@@ -179,17 +179,20 @@ class ConvKernels:
             return dxp
         return dxp[:, :, pt:pt + H, pl:pl + W]
 
-    def pad2d(self, x, pads, fill=0.0, extra=(0, 0)):
+    def pad2d(self, x, pads, fill=0.0, extra=(0, 0), out=None):
         """x [N, C, H, W] padded by (top, bottom, left, right) (+ extra bottom/right rows)
-        with `fill`; x itself when there is nothing to pad."""
+        with `fill` (into `out` when given); x itself when there is nothing to pad."""
         pt, pb, pl, pr = pads
         pb, pr = pb + extra[0], pr + extra[1]
         if not (pt or pb or pl or pr):
-            return x
+            return into(x, out)
         N, C, H, W = x.shape
         shape = (N, C, H + pt + pb, W + pl + pr)
         xp = self.xp
-        out = xp.zeros(shape, x.dtype) if fill == 0 else xp.full(shape, fill, x.dtype)
+        if out is None:
+            out = xp.zeros(shape, x.dtype) if fill == 0 else xp.full(shape, fill, x.dtype)
+        else:
+            out.fill(fill)
         out[:, :, pt:pt + H, pl:pl + W] = x
         return out
 
