@@ -159,9 +159,13 @@ class ConvKernels:
         xpad[:, pt:pt + H, pl:pl + W, :] = x.transpose(0, 2, 3, 1)
         sN, sH, sW, sC = xpad.strides
         (s0, s1), (d0, d1) = stride, dilation
-        win = xp.lib.stride_tricks.as_strided(xpad, (N, oh, ow, kh, kw, C),
-                                              (sN, s0 * sH, s1 * sW, d0 * sH, d1 * sW, sC))
+        win = self.strided_view(xpad, (N, oh, ow, kh, kw, C),
+                                (sN, s0 * sH, s1 * sW, d0 * sH, d1 * sW, sC))
         return win.reshape(N, oh * ow, kh * kw * C)
+
+    def strided_view(self, x, shape, strides):
+        """A read view of the C-contiguous array x with `shape` and byte `strides`."""
+        return self.xp.lib.stride_tricks.as_strided(x, shape, strides)
 
     def _col2im(self, dcols, x_shape, kh, kw, stride, pads, dilation):
         """The adjoint of _cols: add each column entry back to its input position."""
