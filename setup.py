@@ -28,11 +28,12 @@ _CPU = "src/shapeflow/backend/cpu"
 
 def _library_files(source: str) -> list[str]:
     """A library's files in the order its digest reads them: <stem>.c, then every <stem>_*.c
-    and <stem>_*.h beside it by name (backend/cpu/native.py's `library_files`: one rule)."""
+    and <stem>_*.h beside it by name, then the shared isa.h (backend/cpu/native.py's
+    `library_files`: one rule)."""
     stem = source.removesuffix(".c")
     parts = sorted(p.name for p in (_ROOT / _CPU).iterdir()
                    if p.name.startswith(f"{stem}_") and p.suffix in (".c", ".h"))
-    return [f"{_CPU}/{name}" for name in (source, *parts)]
+    return [f"{_CPU}/{name}" for name in (source, *parts, "isa.h")]
 
 
 def _kernel_library(name: str, source: str, macro: str, flags: list[str]) -> Extension:
@@ -41,7 +42,7 @@ def _kernel_library(name: str, source: str, macro: str, flags: list[str]) -> Ext
     files = _library_files(source)
     digest = hashlib.sha256(b"".join((_ROOT / f).read_bytes() for f in files)).hexdigest()
     return Extension(f"shapeflow.backend.cpu.{name}", [f for f in files if f.endswith(".c")],
-                     depends=[f for f in files if f.endswith(".h")] + [f"{_CPU}/isa.h"],
+                     depends=[f for f in files if f.endswith(".h")],
                      define_macros=[(macro, f'"{digest}"')],
                      extra_compile_args=[*flags, *_NATIVE], optional=True)
 

@@ -29,7 +29,8 @@ _SIGNATURES = {
     "paged_write_kv": [_P] * 4 + [_N, _P] + [_N] * 5,
 }
 _state: dict = {"lib": None, "loaded": False, "enabled": True, "refused": None}
-_SOURCE_FILE = os.path.join(os.path.dirname(__file__), os.pardir, "backend", "paged_attention.c")
+_SOURCE_FILE = os.path.join(os.path.dirname(__file__), os.pardir, "backend", "cpu",
+                            "paged_attention.c")
 _F32 = np.dtype(np.float32)
 
 

@@ -25,7 +25,6 @@ _state: dict = {"loaded": False, "fn": None, "fn16": None, "refused": None}
 
 def _library():
     """bf16gemm.c's gemm where it was built from this source, for a CPU with AVX512-BF16."""
-    import hashlib
     from importlib.util import find_spec
 
     if os.environ.get("SHAPEFLOW_BF16GEMM", "") == "0" or \
@@ -43,11 +42,9 @@ def _library():
         fn, fn16 = lib.bf16gemm, lib.bf16gemm_bf16
     except (OSError, ValueError, AttributeError):
         return None
-    try:
-        with open(_FILE, "rb") as f:
-            digest = hashlib.sha256(f.read()).hexdigest()
-    except OSError:
-        digest = None
+    from .native import source_digest  # setup.py's rule: the source, then isa.h
+
+    digest = source_digest(_FILE)
     if digest is not None and built != digest:
         _state["refused"] = "built from another bf16gemm.c: rebuild (python setup.py " \
                             "build_ext --inplace)"

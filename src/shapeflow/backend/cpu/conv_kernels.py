@@ -15,6 +15,8 @@ import os
 
 import numpy as np
 
+from ..reference import ReferenceKernels
+from ..reference.conv import ConvGeometry
 from . import gemm, native
 from .kernels import address
 
@@ -67,44 +69,10 @@ def set_enabled(flag: bool) -> bool:
     return old
 
 
-class Geometry:
-    """One conv's window geometry: input [C, H, W], top/left padding, output width, kernel,
-    stride, dilation (the bottom/right padding only shows in which taps read zeros)."""
-
-    __slots__ = ("C", "H", "W", "pt", "pl", "ow", "kh", "kw", "sh", "sw", "dh", "dw")
-
-    def __init__(self, C, H, W, pt, pl, ow, kh, kw, stride, dilation) -> None:
-        self.C, self.H, self.W, self.pt, self.pl, self.ow = C, H, W, pt, pl, ow
-        self.kh, self.kw = kh, kw
-        (self.sh, self.sw), (self.dh, self.dw) = stride, dilation
-
-    def args(self, oy0: int, oy1: int) -> tuple:
-        return (self.C, self.H, self.W, self.pt, self.pl, oy0, oy1, self.ow, self.kh,
-                self.kw, self.sh, self.sw, self.dh, self.dw)
-
-    def check(self, images: np.ndarray, cols: np.ndarray, oy0: int, oy1: int) -> None:
-        """Raise unless images are [n, C, H, W] and cols [C*kh*kw, n*(oy1-oy0)*ow]: the C
-        loops trust these sizes."""
-        n = images.shape[0]
-        if (images.shape[1:] != (self.C, self.H, self.W) or not 0 <= oy0 <= oy1
-                or cols.shape != (self.C * self.kh * self.kw, n * (oy1 - oy0) * self.ow)):
-            raise ValueError(f"conv_kernels: images {images.shape} and columns {cols.shape} "
-                             f"do not fit the geometry (rows {oy0}..{oy1})")
-
-    def _taps(self, oy0: int, oy1: int):
-        """For each tap (i, j): the rows and columns of the padded image it reads, and the
-        padding (top, bottom, left, right) that covers every read."""
-        rows, ow = oy1 - oy0, self.ow
-        bottom = max(0, (oy1 - 1) * self.sh - self.pt + (self.kh - 1) * self.dh - self.H + 1)
-        right = max(0, (ow - 1) * self.sw - self.pl + (self.kw - 1) * self.dw - self.W + 1)
-        taps = []
-        for i in range(self.kh):
-            r = oy0 * self.sh + i * self.dh
-            for j in range(self.kw):
-                c = j * self.dw
-                taps.append((slice(r, r + (rows - 1) * self.sh + 1, self.sh),
-                             slice(c, c + (ow - 1) * self.sw + 1, self.sw)))
-        return taps, (self.pt, bottom, self.pl, right)
+Geometry = ConvGeometry  # one conv's window geometry (backend/reference/conv.py)
+# the NumPy steps each compiled loop below falls back to (its own counts: the cpu table
+# counts these calls itself)
+_portable = ReferenceKernels(np, "numpy")
 
 
 def im2col(x: np.ndarray, cols: np.ndarray, geo: Geometry, oy0: int, oy1: int) -> bool:
@@ -118,12 +86,7 @@ def im2col(x: np.ndarray, cols: np.ndarray, geo: Geometry, oy0: int, oy1: int) -
         fn(address(x), address(cols), cols.strides[0] // cols.itemsize, nimg,
            *geo.args(oy0, oy1))
         return True
-    taps, (pt, pb, pl, pr) = geo._taps(oy0, oy1)
-    xp = x[:, :, max(0, -pt):geo.H + min(0, pb), max(0, -pl):geo.W + min(0, pr)]
-    xp = np.pad(xp, ((0, 0), (0, 0), (max(pt, 0), max(pb, 0)), (max(pl, 0), max(pr, 0))))
-    c6 = cols.reshape(geo.C, geo.kh * geo.kw, nimg, oy1 - oy0, geo.ow)
-    for k, (rs, cs) in enumerate(taps):
-        c6[:, k] = xp[:, :, rs, cs].transpose(1, 0, 2, 3)
+    _portable.im2col(x, cols, geo, oy0, oy1)
     return False
 
 
@@ -137,14 +100,7 @@ def col2im(cols: np.ndarray, dx: np.ndarray, geo: Geometry, oy0: int, oy1: int) 
         fn(address(cols), address(dx), cols.strides[0] // cols.itemsize, nimg,
            *geo.args(oy0, oy1))
         return True
-    taps, (pt, pb, pl, pr) = geo._taps(oy0, oy1)
-    H, W = geo.H, geo.W
-    dxp = np.zeros((nimg, geo.C, max(pt, 0) + H + max(pb, 0), max(pl, 0) + W + max(pr, 0)),
-                   dx.dtype)
-    c6 = cols.reshape(geo.C, geo.kh * geo.kw, nimg, oy1 - oy0, geo.ow)
-    for k, (rs, cs) in enumerate(taps):
-        dxp[:, :, rs, cs] += c6[:, k].transpose(1, 0, 2, 3)
-    dx += dxp[:, :, max(pt, 0):max(pt, 0) + H, max(pl, 0):max(pl, 0) + W]
+    _portable.col2im(cols, dx, geo, oy0, oy1)
     return False
 
 
@@ -162,10 +118,7 @@ def gemm_into(a: np.ndarray, b: np.ndarray, out: np.ndarray, beta: float) -> boo
             fn(gemm._ROW_MAJOR, oa[0], ob[0], m, n, k, 1.0, address(a), oa[1], address(b),
                ob[1], beta, address(out), oo[1])
             return True
-    if beta == 0:
-        np.matmul(a, b, out=out)
-    else:
-        out += a @ b
+    _portable.gemm_into(a, b, out, beta)
     return False
 
 
@@ -181,14 +134,7 @@ def instance_norm(x2: np.ndarray, w: np.ndarray | None, b: np.ndarray | None, C:
         fn(address(x2), None if w is None else address(w), None if b is None else address(b),
            address(out), address(mean), address(rstd), rows, C, L, eps)
         return out, mean, rstd
-    mean[:] = x2.mean(1)
-    np.subtract(x2, mean[:, None], out=out)
-    rstd[:] = 1.0 / np.sqrt(np.einsum("rl,rl->r", out, out) / L + eps)
-    scale = rstd.reshape(-1, C) * (w if w is not None else 1)
-    out *= scale.reshape(-1, 1)
-    if b is not None:
-        out.reshape(-1, C, L)[...] += b[:, None]
-    return out, mean, rstd
+    return _portable.instance_norm(x2, w, b, C, eps)
 
 
 def instance_norm_backward(g2: np.ndarray, x2: np.ndarray, mean: np.ndarray,
@@ -208,19 +154,7 @@ def instance_norm_backward(g2: np.ndarray, x2: np.ndarray, mean: np.ndarray,
            None if dw is None else address(dw), None if db is None else address(db), rows,
            C, L)
         return dx, dw, db
-    sum_g = g2.sum(1)
-    dot = np.einsum("rl,rl->r", g2, x2) - mean * sum_g  # sum g * (x - mean)
-    if need_wb:
-        dw[:] = (dot * rstd).reshape(-1, C).sum(0, dtype=np.float64)
-        db[:] = sum_g.reshape(-1, C).sum(0, dtype=np.float64)
-    if need_x:
-        k1 = rstd if w is None else (rstd.reshape(-1, C) * w).reshape(-1)
-        k2 = -k1 * rstd * rstd * dot / L
-        k3 = -k1 * sum_g / L - mean * k2
-        np.multiply(g2, k1[:, None], out=dx)
-        dx += x2 * k2[:, None]
-        dx += k3[:, None]
-    return dx, dw, db
+    return _portable.instance_norm_backward(g2, x2, mean, rstd, w, C, need_x, need_wb)
 
 
 def _winograd(name: str, src: np.ndarray, dst: np.ndarray, ld: int, *args) -> bool:

@@ -63,13 +63,9 @@ def _load_vnni():
         return None
     if not vnni:
         return None
-    import hashlib
+    from .native import source_digest  # setup.py's rule: the source, then isa.h
 
-    try:
-        with open(_QGEMM_FILE, "rb") as f:
-            digest = hashlib.sha256(f.read()).hexdigest()
-    except OSError:
-        digest = None
+    digest = source_digest(_QGEMM_FILE)
     if digest is not None and built != digest:
         _state["refused"] = "built from another qgemm.c: rebuild (python setup.py build_ext " \
                             "--inplace)"

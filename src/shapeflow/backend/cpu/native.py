@@ -18,7 +18,8 @@ from .kernels import _cpu_flags
 
 def library_files(source: str) -> list[str]:
     """The files a library is built from, in the order its digest reads them: `source`
-    (<stem>.c), then every <stem>_*.c and <stem>_*.h beside it by name (setup.py's rule)."""
+    (<stem>.c), then every <stem>_*.c and <stem>_*.h beside it by name, then the shared
+    isa.h (setup.py's rule)."""
     folder, name = os.path.split(source)
     stem = name.removesuffix(".c")
     try:
@@ -26,7 +27,9 @@ def library_files(source: str) -> list[str]:
     except OSError:
         names = []
     parts = sorted(n for n in names if n.startswith(f"{stem}_") and n.endswith((".c", ".h")))
-    return [source, *(os.path.join(folder, n) for n in parts)]
+    # isa.h last: the instruction-set record every library includes is part of each build
+    shared = ["isa.h"] if "isa.h" in names else []
+    return [source, *(os.path.join(folder, n) for n in (*parts, *shared))]
 
 
 def source_digest(source: str) -> str | None:
