@@ -23,7 +23,9 @@ CASES = {
     "matmul (4,4), requires grad": "matmul",
     "add (4,4), under no_grad": "add-no-grad",  # grad mode off: what eval runs
     "matmul+sum backward (4,4)": "backward",  # forward, then backward under grad mode off
+    "add (4,4), replayed by sf.compile": "replay",  # per op of a compiled chain of 100 adds
 }
+REPLAY_CHAIN = 100  # adds per compiled call (the call's fixed cost is shared by them)
 
 
 def _child(framework: str, op: str, calls: int) -> None:
@@ -44,6 +46,20 @@ def _child(framework: str, op: str, calls: int) -> None:
     no_grad = torch.no_grad if framework == "torch" else sf.no_grad
     fns = {"add": lambda: x + y, "matmul": lambda: x @ y, "add-no-grad": lambda: x + y,
            "backward": lambda: (x @ y).sum().backward()}
+    if op == "replay":
+        if framework == "torch":
+            return
+        def chain(u, v):
+            for _ in range(REPLAY_CHAIN):
+                u = u + v
+            return u
+
+        compiled = sf.compile(chain)
+        with sf.no_grad():
+            compiled(x, y)  # traced here, in both runs: the difference is the replays
+            for _ in range(calls // REPLAY_CHAIN):
+                compiled(x, y)
+        return
     fn = fns[op]
     if op == "add-no-grad":
         with no_grad():
@@ -80,13 +96,17 @@ def main(argv=None) -> int:
         print("valgrind is not installed (apt-get install -y valgrind)", file=sys.stderr)
         return 1
     frameworks = ["shapeflow"] + (["torch"] if args.torch else [])
-    print(f"{'case':30}" + "".join(f"{f:>12}" for f in frameworks) + "  (instructions per call)")
+    print(f"{'case':34}" + "".join(f"{f:>12}" for f in frameworks) + "  (instructions per call)")
     for label, op in CASES.items():
         counts = []
         for framework in frameworks:
+            if op == "replay" and framework == "torch":
+                counts.append(None)  # (torch.compile under valgrind: too slow to count)
+                continue
             base = _instructions(framework, op, 0)
             counts.append((_instructions(framework, op, args.calls) - base) / args.calls)
-        print(f"{label:30}" + "".join(f"{c:12,.0f}" for c in counts))
+        print(f"{label:34}" + "".join("           -" if c is None else f"{c:12,.0f}"
+                                      for c in counts))
     return 0
 
 

@@ -358,6 +358,11 @@ def main(argv=None) -> int:
               f"throughput x{g['sf_scaling']:.2f} of one rank")
         if g["ddp_ratio"] > 1.1:
             failed.append("gpt_ddp")
+    from benchmarks import compile_rows  # sf.compile's rows: eager / compiled / torch.compile
+
+    compiled = compile_rows.rows(q)
+    print("\n".join(compile_rows.report(compiled)))
+    results["compile"] = compiled
     results["bf16_gemm"] = bf16_gemm.report(q)
     results.update(sgemm_flops=flops, mlp_flops=mlp_rate, plan_175b=plan, import_s=imports,
                    gpt_t512_peak_bytes=peak, quant_gemm=quant_gemm.report(q),

@@ -115,6 +115,8 @@ BAD_COMMANDS = [
     (["memory", "gpt", "--layers", "1", "--devices", "3", "--tensor-parallel", "2"],
      "MemoryPlanError: memory plan: 3 devices"),
     (["run", "no_such_script.py"], "ShapeflowError: run: no such script: no_such_script.py"),
+    (["compile", "gpt", "--dynamic", "Q"], "ShapeflowError: --dynamic names Q, which --input"),
+    (["compile", "mlp", "--buckets", "B=x"], "ShapeflowError: --buckets: expected NAME=N"),
     (["quant", "resnet"], "ShapeflowError: quant: unknown model 'resnet'"),
     (["quant", "vit", "--scheme", "int3"], "QuantError: quantize: unknown scheme 'int3'"),
     (["quant", "gpt", "--checkpoint", "no_such.safetensors"], "CheckpointError"),

@@ -42,6 +42,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                          "amp", "distributions")),
     ("distributed optimizers", ("distributed.optim",)),  # above both optim and distributed
     ("inspect", ("inspect",)),
+    # sf.compile traces on meta and plans memory (inspect's units), above nn and optim
+    ("compiler", ("compiler",)),
     # what porting from PyTorch meets: torch's names and device questions, einops' backend
     ("porting", ("_porting", "compat", "cuda", "backends", "accelerator",
                  "ext")),

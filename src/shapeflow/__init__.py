@@ -19,18 +19,10 @@ from .factories import (
     randint, randn, randn_like, randperm, zeros, zeros_like,
 )
 from .factories import layout, strided
-from .ops.elementwise import *  # noqa: F403
-from .ops.linalg import *  # noqa: F403
-from .ops.indexing import *  # noqa: F403
-from .ops.movement import *  # noqa: F403
-from .ops.nn import *  # noqa: F403
-from .ops.conv import *  # noqa: F403
-from .ops.reduce import *  # noqa: F403
-from .ops.matrix import *  # noqa: F403
-from .ops.sorting import *  # noqa: F403
-from .ops.sampling import *  # noqa: F403
-from .ops.selection import *  # noqa: F403
-from .ops.scatter import *  # noqa: F403
+# sf.<op>: every op function declared @public (ops/registry.py), where its module says
+from .ops import registry as _registry
+
+globals().update(_registry.namespace("sf"))
 from .io import load, save
 from .random import Generator, initial_seed, manual_seed, seed
 from .recompute import checkpoint
@@ -75,9 +67,11 @@ _LAZY = {
     "accelerator": ".accelerator", "compat": ".compat",
     "utils": ".utils", "distributions": ".distributions", "quant": ".quant", "amp": ".amp",
     "serialization": ".serialization",
-    "special": ".special", "serve": ".serve", "signal": ".signal",
+    "special": ".special", "serve": ".serve", "signal": ".signal", "compiler": ".compiler",
+    "_dynamo": ".compiler",  # torch._dynamo.mark_dynamic / reset / explain, ported as written
 }
 _LAZY_ATTRS = {"graph": ".inspect.graph", "Graph": ".inspect.graph"}  # subprocess: not at import
+_LAZY_ATTRS["compile"] = ".compiler"  # sf.compile (torch.compile's counterpart)
 _LAZY_ATTRS["GradScaler"] = ".amp.grad_scaler"  # (torch.GradScaler) first used, then imported
 _LAZY_ATTRS.update(dict.fromkeys(
     ("set_float32_matmul_precision", "get_float32_matmul_precision"), ".backends"))

@@ -127,7 +127,7 @@ DOCS = {**_UNARY, **_BINARY, **_REDUCE, **_MOVEMENT, **_FACTORIES}
 
 def apply(namespace: dict) -> None:
     """Give each function of `namespace` (and nn.functional's ops) its line, if it has none."""
-    activation = sys.modules.get(__package__ + ".ops.nn.activation")
+    activation = sys.modules.get(__package__ + ".ops.activation")
     extra = {n: getattr(activation, n) for n in ("elu", "leaky_relu")
              if activation is not None and hasattr(activation, n)}
     for name, obj in [*namespace.items(), *extra.items()]:

@@ -12,31 +12,17 @@ from .autograd import engine
 from .device import get_device, is_device_name
 from .dtypes import DType
 from .errors import ShapeflowError
+from .ops import activation, linalg, movement, registry
 from .ops import elementwise as E
-from .ops import (
-    indexing,
-    linalg,
-    matrix,
-    movement,
-    reduce,
-    sampling,
-    scatter,
-    selection,
-    sorting,
-)
 from .ops import inplace as I
-from .ops import nn as nn_ops
 from .ops.base import apply
 from .tensor import Tensor
 
-_MODULES = (E, reduce, movement, linalg, nn_ops, indexing, matrix, sorting, sampling,
-            selection, scatter)
-
 
 def _attach_methods() -> None:
-    for module in _MODULES:
-        for name in getattr(module, "METHODS", ()):
-            setattr(Tensor, name, getattr(module, name))
+    """t.<op>(): every op function declared @public(method=...) (ops/registry.py)."""
+    for name, fn in registry.namespace("method").items():
+        setattr(Tensor, name, fn)
 
 
 def _swap(fn):
@@ -123,8 +109,8 @@ def _attach_operators() -> None:
     T.zero_, T.fill_, T.copy_ = I.zero_, I.fill_, I.copy_
     for name, fn in [("add_", E.add), ("sub_", E.sub), ("mul_", E.mul), ("div_", E.div),
                      ("pow_", E.pow), ("clamp_", E.clamp), ("exp_", E.exp), ("neg_", E.neg),
-                     ("sqrt_", E.sqrt), ("relu_", E.relu), ("tanh_", E.tanh),
-                     ("sigmoid_", E.sigmoid), ("abs_", E.abs), ("floor_divide_",
+                     ("sqrt_", E.sqrt), ("relu_", activation.relu), ("tanh_", E.tanh),
+                     ("sigmoid_", activation.sigmoid), ("abs_", E.abs), ("floor_divide_",
                                                                 E.floor_divide),
                      ("remainder_", E.remainder)]:
         setattr(T, name, _inplace_method(name, fn))

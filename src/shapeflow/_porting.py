@@ -15,7 +15,6 @@ from .torch_interop import torch_function
 
 # What to use instead, by PyTorch name; names not listed get a rule below or "not implemented".
 ADVICE: dict[str, str] = {
-    "torch.compile": "shapeflow runs eagerly: call the model itself",
     "torch.jit": "shapeflow has no TorchScript: run the Python module (sf.onnx exports a graph)",
     "torch.utils": "torch.utils.data is shapeflow.data; torch.utils.checkpoint.checkpoint is "
                    "sf.checkpoint",

@@ -26,8 +26,7 @@ _EINOPS_TORCH = {"einops.layers.torch": "use shapeflow.nn.Rearrange / Reduce"}
 # torch modules whose shapeflow spelling is not torch -> shapeflow alone (the first that imports)
 _RENAMED = {"torch.utils.data": ("shapeflow.utils.data", "shapeflow.data")}
 # what a ported line must do now, where the run-time error's advice (ADVICE) is not enough
-_FIX = {"torch.compile": "remove the call (model = torch.compile(model): keep model), "
-                         "shapeflow runs eagerly"}
+_FIX: dict[str, str] = {}
 _CUDA = ("shapeflow has no cuda device: use .to(device), with device = \"cuda\" if "
          "torch.cuda.is_available() else \"cpu\" (sf.cuda.is_available() is False)")
 
@@ -215,7 +214,7 @@ def check_module(module_or_path, *, verbose: bool = True) -> list[TorchUse]:
 
     Finds `import torch`, `from torch... import`, torchvision and kin, einops' torch layers,
     run-time imports of them, and every line that uses a name those imports bound; and lines
-    that will fail on shapeflow: a name it lacks (`torch.compile` with torch bound to
+    that will fail on shapeflow: a name it lacks (`torch.jit` with torch bound to
     shapeflow), `.cuda()`, a shapeflow import path that does not exist. With `verbose`, prints
     them as `path:line: code  (why)`. An empty list: nothing left.
     """

@@ -15,9 +15,12 @@ limited-support types) promote only with themselves and with floats; anything el
 `result_type` adds PyTorch's tiers:
 a Python scalar (or a 0-d tensor) never widens a tensor of the same category,
 and an int tensor with a float scalar gives the default float dtype (float32).
+An op's result dtype is that promoted dtype moved by its promotion kind (`promote`).
 """
 
 from __future__ import annotations
+
+import enum
 
 import ml_dtypes
 import numpy as np
@@ -28,9 +31,15 @@ _BOOL, _INT, _FLOAT = 0, 1, 2
 
 
 class DType:
-    """A tensor element type: a name, its NumPy dtype and its promotion category."""
+    """A tensor element type: a name, its NumPy dtype and its promotion category.
 
-    __slots__ = ("name", "np", "itemsize", "category", "signed", "short")
+    `is_bool`, `is_integer` (bool excluded, as PyTorch's is_integer_dtype) and
+    `is_floating_point` name the three categories; they are plain attributes, set once, so
+    that an op's infer reads them at the cost of `category`.
+    """
+
+    __slots__ = ("name", "np", "itemsize", "category", "signed", "short", "is_bool",
+                 "is_integer", "is_floating_point")
 
     def __init__(self, name: str, np_dtype, category: int, signed: bool, short: str) -> None:
         self.name = name
@@ -39,10 +48,9 @@ class DType:
         self.category = category
         self.signed = signed
         self.short = short
-
-    @property
-    def is_floating_point(self) -> bool:
-        return self.category == _FLOAT
+        self.is_bool = category == _BOOL
+        self.is_integer = category == _INT
+        self.is_floating_point = category == _FLOAT
 
     @property
     def is_signed(self) -> bool:
@@ -180,12 +188,13 @@ def _default_for(category: int) -> DType:
 
 
 def result_type(*operands) -> DType:
-    """Promote tensors and Python scalars by PyTorch's tiers: tensors, 0-d tensors, scalars."""
+    """Promote tensors (or dtypes) and Python scalars by PyTorch's tiers: tensors, 0-d
+    tensors, scalars."""
     tiers: list[DType | None] = [None, None, None]
     for x in operands:
-        dt = getattr(x, "dtype", None)
+        dt = getattr(x, "dtype", x)  # a DType counts as a (dimensioned) tensor's
         if isinstance(dt, DType):
-            tier = 0 if len(x.shape) else 1
+            tier = 0 if dt is x or len(x.shape) else 1
         else:
             dt, tier = _default_for(scalar_category(x)), 2
         tiers[tier] = dt if tiers[tier] is None else promote_types(tiers[tier], dt)
@@ -200,3 +209,62 @@ def result_type(*operands) -> DType:
             # promote_types, which refuses PyTorch's limited uints with bool
             result = promote_types(result, dt) if result in _LIMITED or dt in _LIMITED else dt
     return result
+
+
+def can_cast(from_: DType, to: DType) -> bool:
+    """Whether a value of dtype from_ may be written into a tensor of dtype to (as
+    torch.can_cast): never down a category, a float into an int or a number into a bool."""
+    return from_.category <= to.category
+
+
+class Promotion(enum.Enum):
+    """How an elementwise op's result dtype follows from its inputs' promoted dtype
+    (PyTorch's ELEMENTWISE_TYPE_PROMOTION_KIND); ops declare theirs as `promotion`."""
+
+    DEFAULT = "keep"                  # the promoted dtype (add, neg, where)
+    INT_TO_FLOAT = "int to float"     # bools and ints give the default float (exp, div)
+    ALWAYS_BOOL = "always bool"       # comparisons and predicates (eq, isnan)
+    BOOL_TO_LONG = "bool to long"     # bool gives int64, the rest is kept (square)
+    # not one of PyTorch's elementwise kinds: its reductions' rule for sum, prod, cumsum
+    INT_TO_LONG = "int to long"       # bools and ints accumulate in int64
+    NO_OPMATH = "keep, no opmath"     # DEFAULT's dtype, computed without float32 for halves
+    COMPLEX_TO_FLOAT = "complex to float"  # abs: DEFAULT here, as shapeflow has no complex
+
+
+DEFAULT = Promotion.DEFAULT
+INT_TO_FLOAT = Promotion.INT_TO_FLOAT
+ALWAYS_BOOL = Promotion.ALWAYS_BOOL
+BOOL_TO_LONG = Promotion.BOOL_TO_LONG
+INT_TO_LONG = Promotion.INT_TO_LONG
+NO_OPMATH = Promotion.NO_OPMATH
+COMPLEX_TO_FLOAT = Promotion.COMPLEX_TO_FLOAT
+_KEEPING = (DEFAULT, NO_OPMATH, COMPLEX_TO_FLOAT)
+
+
+def promote(kind: Promotion, *operands) -> DType:
+    """The result dtype of an op of promotion `kind` on operands: dtypes (as tensors'),
+    tensors and Python scalars, promoted by `result_type`'s tiers, then moved by the kind."""
+    if len(operands) == 1:  # one operand (unary ops, reductions): its dtype, no tiers
+        dt = getattr(operands[0], "dtype", operands[0])
+        if not isinstance(dt, DType):
+            dt = result_type(operands[0])
+    else:
+        dt = result_type(*operands)
+    if kind is INT_TO_FLOAT:
+        return dt if dt.is_floating_point else default_float
+    if kind is ALWAYS_BOOL:
+        return bool_
+    if kind is BOOL_TO_LONG:
+        return int64 if dt.is_bool else dt
+    if kind is INT_TO_LONG:
+        return dt if dt.is_floating_point else int64
+    if kind in _KEEPING:
+        return dt
+    raise DTypeError(f"unknown promotion kind {kind!r}",
+                     hint="use one of " + ", ".join(k.name for k in Promotion))
+
+
+def opmath(dt: DType) -> DType:
+    """The dtype a kernel computes a float dtype in (PyTorch's opmath type): float32 for the
+    16-bit floats, the dtype itself otherwise (NO_OPMATH ops compute in the dtype itself)."""
+    return float32 if dt is float16 or dt is bfloat16 else dt

@@ -84,6 +84,10 @@ def _make(size, dtype, device, requires_grad, fill):
     dev = get_default_device() if device is None else get_device(device)
     if not dev.computes:
         out = Tensor._make(None, shape, dt, dev)
+        from .autograd import grad_mode  # (meta only: the cpu path stays as it was)
+
+        if not grad_mode.hot.quiet and grad_mode.state.tracer is not None:
+            grad_mode.state.tracer.factory(out, fill)  # sf.compile replays it on cpu
     else:
         if any(type(s) is not int for s in shape):
             from .symbolic import Dim
@@ -285,7 +289,7 @@ def _arange_length(start, end, step, dt: _dt.DType) -> int:
             f"arange: upper bound and lower bound inconsistent with step sign (start={start}, "
             f"end={end}, step={step})", op="arange")
     n = max(0, math.ceil((end - start) / step))
-    if dt.category == 1 and n:
+    if dt.is_integer and n:
         info = np.iinfo(dt.np)
         last = start + step * (n - 1)
         if not (info.min <= start <= info.max and info.min <= last <= info.max):
@@ -309,7 +313,18 @@ def _symbolic_arange(start, end, step, dtype, device, requires_grad) -> Tensor:
             f"arange: a symbolic bound needs a positive integer step, got {step}")
     n = end - start if step == 1 else (end - start + step - 1) // step
     dt = _dt.default_int if dtype is None else _dt.get_dtype(dtype)
-    return _make(((n,),), dt, device, requires_grad, None)
+    return _make(((n,),), dt, device, requires_grad, ArangeFill(start, end, step))
+
+
+class ArangeFill:
+    """The values of arange(start, end, step) once its symbolic bounds are numbers (sf.compile
+    binds them: its tape keeps this fill and evaluates `start` and `end` per shape)."""
+
+    def __init__(self, start, end, step: int) -> None:
+        self.start, self.end, self.step = start, end, step
+
+    def __call__(self, shape, np_dtype) -> np.ndarray:
+        return np.arange(self.start, self.end, self.step, dtype=np_dtype)
 
 
 def linspace(start, end, steps: int, dtype=None, device=None,

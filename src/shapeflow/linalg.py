@@ -6,13 +6,16 @@ Batched over leading dims; a singular or non-positive-definite input raises
 
 from __future__ import annotations
 
-from .ops.linalg import matmul
-from .ops.matrix import LinAlgError
-from .ops.matrix.decompositions import cholesky, eigh, eigvalsh, qr, svd, svdvals
-from .ops.matrix.inverse import det, inv, slogdet, solve
-from .ops.matrix.norms import cross, matrix_norm, matrix_rank, norm, pinv, vector_norm
+from .ops import registry as _registry
+from .ops.linalg._common import LinAlgError
+from .ops.linalg.inverse import inv
+from .ops.linalg.matmul import matmul
 from .ops.movement import diagonal as _diagonal
 from .tensor import Tensor
+
+# linalg.<op>: every op function declared @public(linalg=...) (ops/registry.py)
+_REGISTERED = _registry.namespace("linalg")
+globals().update(_REGISTERED)
 
 
 def diagonal(a: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
@@ -37,7 +40,7 @@ def multi_dot(tensors) -> Tensor:
 def matrix_power(a: Tensor, n: int) -> Tensor:
     """a @ a @ ... (n times) for square matrices; n = 0 gives I, n < 0 powers of inv(a)."""
     from .factories import eye
-    from .ops.matrix._common import check_matrix
+    from .ops.linalg._common import check_matrix
 
     check_matrix("linalg.matrix_power", a)
     if n == 0:
@@ -58,7 +61,7 @@ def solve_triangular(a: Tensor, b: Tensor, *, upper: bool, left: bool = True,
     """X with T X = B (or X T = B) where T is a's upper or lower triangle (its diagonal taken
     as ones when unitriangular); only that triangle gets a gradient."""
     from .ops.base import apply
-    from .ops.matrix.inverse import Solve
+    from .ops.linalg.inverse import Solve
     from .ops.movement import diag_embed
 
     t = a.triu() if upper else a.tril()
@@ -75,6 +78,6 @@ def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
     return (x * y).sum(dim)
 
 
-__all__ = ["LinAlgError", "cholesky", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv",
-           "matmul", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv",
-           "qr", "slogdet", "solve", "solve_triangular", "svd", "svdvals", "vecdot", "vector_norm"]
+# the op functions, and the ones written here over them
+__all__ = ["LinAlgError", *_REGISTERED, "diagonal", "matrix_power", "multi_dot",
+           "solve_triangular", "vecdot"]

@@ -10,8 +10,8 @@ import math
 
 from . import dtypes as _dt
 from .errors import ArgumentError
+from .ops.activation import sigmoid as expit
 from .ops.elementwise import special_functions as _F
-from .ops.elementwise.activations import sigmoid as expit
 from .ops.elementwise.special import digamma, erf, erfc, erfinv, logit, sinc, xlogy
 from .ops.elementwise.special import lgamma as gammaln
 from .ops.elementwise.trig import exp2

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from collections.abc import Iterable
+from contextlib import contextmanager
 from fractions import Fraction
 from functools import lru_cache
 from numbers import Integral
@@ -18,8 +20,8 @@ from numbers import Integral
 from .errors import ShapeError
 
 __all__ = [
-    "Dim", "as_dim", "dim_eq", "dim_le", "dim_lt", "dims", "divides", "exact_div",
-    "is_symbolic", "prod",
+    "Dim", "as_dim", "assume", "dim_eq", "dim_le", "dim_lt", "dims", "divides", "evaluator",
+    "exact_div", "is_symbolic", "prod",
 ]
 
 _INF = math.inf
@@ -206,6 +208,29 @@ class Dim:
         if type(out) is not int:
             raise ShapeError(f"evaluating {self} at {env} left the symbolic {out}")
         return out
+
+
+def _python(x: Dim) -> str:
+    """x as a Python expression over `e[name]` (integer arithmetic, exact)."""
+    den = 1
+    for _, c in x._terms:
+        if type(c) is Fraction:
+            den = math.lcm(den, c.denominator)
+    parts = []
+    for m, c in x._terms:
+        factors = [str(int(c * den))] + [
+            f"e[{a!r}]" if type(a) is str else f"(({_python(a.arg)}){a.op}{a.k})" for a in m]
+        parts.append("*".join(factors))
+    body = " + ".join(parts) or "0"
+    return f"({body})//{den}" if den != 1 else f"({body})"
+
+
+def evaluator(x: int | Dim):
+    """A fast function env -> int of a size (sf.compile binds many sizes per shape): what
+    `x.evaluate(env)` gives, without the symbolic algebra on each call."""
+    if type(x) is not Dim:
+        return lambda e, v=x: v
+    return eval(f"lambda e: {_python(x)}")  # names are identifiers (Dim checks them)
 
 
 def _new(terms: tuple, facts: dict, names: frozenset) -> Dim:
@@ -452,15 +477,44 @@ def _pm(x, y):
     return 0 if x == 0 or y == 0 else x * y  # 0 * inf is 0 here, not nan
 
 
+class _Ranges(threading.local):
+    """Ranges assumed for symbols in this thread (sf.compile traces a shape bucket with
+    them): {name: (lo, hi)}; empty outside `assume`."""
+
+    def __init__(self) -> None:
+        self.ranges: dict[str, tuple] = {}
+
+
+_assumed = _Ranges()
+
+
+@contextmanager
+def assume(ranges: dict[str, tuple]):
+    """Within the block, symbol `name` lies in [lo, hi] (hi may be math.inf): comparisons
+    the ranges decide are decided, as a shape bucket does for a compiler."""
+    old = _assumed.ranges
+    _assumed.ranges = {**old, **ranges}
+    try:
+        yield
+    finally:
+        _assumed.ranges = old
+
+
 def _bounds(x: Dim) -> tuple:
-    """An interval (lo, hi) that holds x for every value of its symbols (each >= its fact)."""
-    if x._bounds is None:
+    """An interval (lo, hi) that holds x for every value of its symbols (each >= its fact,
+    and within the range `assume` gives it)."""
+    ranges = _assumed.ranges
+    if x._bounds is None or ranges:
         lo = hi = 0
         for m, c in x._terms:
             tlo = thi = c
             for a in m:
                 if type(a) is str:
                     alo, ahi = x._facts[a], _INF
+                    if a in ranges:
+                        rlo, rhi = ranges[a]
+                        f = x._facts[a]
+                        alo, ahi = max(alo, -(-rlo // f) * f), min(ahi, rhi)
                 elif a.op == "%":
                     alo, ahi = 0, a.k - 1
                 else:
@@ -470,6 +524,8 @@ def _bounds(x: Dim) -> tuple:
                 ps = (_pm(tlo, alo), _pm(tlo, ahi), _pm(thi, alo), _pm(thi, ahi))
                 tlo, thi = min(ps), max(ps)
             lo, hi = lo + tlo, hi + thi
+        if ranges:  # true under this assumption only: not kept on the Dim
+            return (lo, hi)
         x._bounds = (lo, hi)
     return x._bounds
 
@@ -540,11 +596,19 @@ def _names_of(*xs) -> frozenset:
     return frozenset().union(*(x._names for x in xs if isinstance(x, Dim)))
 
 
+def _undecided(err: ShapeError, names: frozenset) -> ShapeError:
+    err.undecided = names  # the symbols a narrower range (a shape bucket) might decide
+    return err
+
+
 def _decided(answer: bool | None, a, op: str, b) -> bool:
     if answer is None:
-        raise ShapeError(f"cannot tell whether {a} {op} {b}; bind {_join(_names_of(a, b))} "
-                         "or state a fact", hint="bind sizes with .subs(...), or declare "
-                         "facts such as Dim('H', multiple_of=16)")
+        # (built by a call: a local naming the error would keep this frame, and every
+        # tensor the callers hold, alive in a cycle until the garbage collector runs)
+        raise _undecided(ShapeError(
+            f"cannot tell whether {a} {op} {b}; bind {_join(_names_of(a, b))} or state a fact",
+            hint="bind sizes with .subs(...), or declare facts such as Dim('H', "
+            "multiple_of=16)"), _names_of(a, b))
     return answer
 
 

@@ -441,8 +441,15 @@ def _infer_dtype(data, kinds: set | None = None) -> DType:
     raise DTypeError(f"cannot make a tensor from data of NumPy kind {arr.dtype}")
 
 
+# Bumped whenever a tensor takes another array (`t.data = ...`) or a module another parameter,
+# buffer or child: a compiled region (sf.compile) compares it to see that the module state it
+# traced is still the state its replay reads, in one comparison per call.
+layout_epoch = [0]
+
+
 def _set_data(t: Tensor, value) -> None:
     """`t.data = value`: t takes value's array, shape and dtype (as PyTorch's set_data)."""
+    layout_epoch[0] += 1
     op = "data assignment"
     if not isinstance(value, Tensor):
         kind = type(value)

@@ -10,7 +10,8 @@ import torch
 import shapeflow as sf
 import shapeflow.nn.functional as F
 from shapeflow.backend.cpu import kernels
-from shapeflow.ops import gelu_kernels
+from shapeflow.backend.cpu.ladder import table as cpu_table
+from shapeflow.backend.reference.elementwise import OFFSET, STEPS
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 pytestmark = pytest.mark.skipif(not kernels.available(), reason="compiled kernels not built")
@@ -99,8 +100,8 @@ def _bf16(rng, shape, scale=3.0):
 def test_gelu_table_in_bf16_is_the_float32_kernel_rounded(simd, times, rng):
     x = _bf16(rng, 5000)
     t = _bf16(rng, 5000) if times else None
-    table = gelu_kernels._pairs("phi")
-    args = (float(gelu_kernels.STEPS), float(gelu_kernels._OFFSET))
+    table = cpu_table.gelu_pairs("phi")
+    args = (float(STEPS), float(OFFSET))
     got = kernels.interp_times_bf16(x, t, table, *args)
     ref = kernels.interp_times(x.astype(np.float32), None if t is None else
                                t.astype(np.float32), table, *args).astype(BF16)

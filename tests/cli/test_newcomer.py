@@ -10,7 +10,7 @@ import shapeflow as sf
 from shapeflow.cli import main
 from shapeflow.models.registry import DEFAULTS, build_model
 
-MODEL_COMMANDS = ["summary", "memory", "graph"]
+MODEL_COMMANDS = ["summary", "memory", "graph", "compile"]
 
 
 @pytest.mark.parametrize("model", sorted(DEFAULTS))
@@ -21,7 +21,7 @@ def test_every_bundled_model_runs_in_every_model_command(command, model, capsys)
     out = capsys.readouterr().out
     kind = DEFAULTS[model][0]
     assert {"summary": f"{kind} summary", "memory": f"{kind}, training step",
-            "graph": "digraph"}[command] in out
+            "graph": "digraph", "compile": "traced once"}[command] in out
 
 
 def test_the_model_commands_are_all_tested():

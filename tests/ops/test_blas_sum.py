@@ -8,7 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import shapeflow as sf
-from shapeflow.ops.blas_sum import _MAX_LEN, col_sums, row_means, row_sums, sum_over
+from shapeflow.backend.cpu.blas_sum import _MAX_LEN, sum_over
+from shapeflow.backend.cpu.ladder import table
+
+row_sums, col_sums, row_means = table.row_sums, table.col_sums, table.row_means
 
 
 @settings(max_examples=60, deadline=None)

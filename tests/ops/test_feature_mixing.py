@@ -1,6 +1,6 @@
 """F.bilinear and F.channel_shuffle (ops/nn/feature_mixing.py), F.threshold and F.rrelu
-(ops/nn/activations_extra.py), F.pdist, F.upsample_nearest / upsample_bilinear against
-PyTorch: values, gradients, meta, errors."""
+(ops/activation/piecewise.py, parametric.py), F.pdist, F.upsample_nearest /
+upsample_bilinear against PyTorch: values, gradients, meta, errors."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""as_strided, select/slice/diagonal/as_strided_scatter and put (ops/movement/flat_positions.py)
+"""as_strided, select/slice/diagonal/as_strided_scatter and put (ops/index/flat_positions.py)
 against PyTorch: values, gradients to input and src, meta shapes, errors."""
 
 from __future__ import annotations

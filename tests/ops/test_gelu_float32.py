@@ -8,8 +8,8 @@ import torch
 import torch.nn.functional as TF
 
 import shapeflow as sf
-from shapeflow.ops.elementwise import normal_cdf
-from shapeflow.ops.gelu_kernels import CHUNK as _CHUNK
+from shapeflow.backend.reference.elementwise import CHUNK as _CHUNK
+from shapeflow.ops.activation import normal_cdf
 
 # a dense grid over the whole float32 range where Phi is not 0 or 1, plus random values
 GRID = np.concatenate([np.linspace(-14, 14, 56_001), np.random.default_rng(0).normal(

@@ -1,5 +1,5 @@
-"""index_reduce (ops/scatter.py) and inner (ops/matrix/products.py) against PyTorch: values,
-gradients (prod, mean, amax, amin; include_self), meta, errors."""
+"""index_reduce (ops/index/scatter_reduce.py) and inner (ops/linalg/products.py) against
+PyTorch: values, gradients (prod, mean, amax, amin; include_self), meta, errors."""
 
 from __future__ import annotations
 

@@ -195,7 +195,7 @@ def _record(ctx: FunctionCtx, tensors: list, aliases: list, outputs: list) -> No
     ctx.next = tuple(edges)
     diff = [k for k, o in enumerate(outputs)
             if isinstance(o, Tensor) and id(o) not in ctx.non_differentiable
-            and o.dtype.category == 2]
+            and o.dtype.is_floating_point]
     ctx.pending = len(diff)
     for k in diff:
         node = _Output(ctx, k, outputs)

@@ -1,7 +1,8 @@
 """Grad modes, per thread as in PyTorch: whether ops record the graph.
 
-Every mode an op reads is this thread's (`state`): grad mode, anomaly mode and the recording
-observers. A new thread starts in the defaults (grad on, no anomaly checks, no observers).
+Every mode an op reads is this thread's (`state`): grad mode, anomaly mode, the recording
+observers and sf.compile's tracer. A new thread starts in the defaults (grad on, no anomaly
+checks, no observers, no tracer).
 Reading a `threading.local` costs ~40 ns, too much for every op, so `hot.quiet` (a plain
 attribute) says whether any thread is outside the defaults; `apply` reads this thread's
 modes only when it is False.
@@ -57,11 +58,14 @@ class _State(threading.local):
         self.anomaly = False  # sf.detect_anomaly(): ops and backward check their results
         self.in_backward = False  # inside an anomaly-checked backward
         self.observers: tuple = ()  # observer(node, inputs, out) per recorded node
+        # sf.compile's tracer while it traces: told of every op, in-place write and factory
+        self.tracer = None
         self.away: _Away | None = None  # held while any mode above is not its default
 
     def settle(self) -> None:
         """Hold or drop `away` after a change of mode."""
-        away = not self.enabled or self.anomaly or bool(self.observers)
+        away = not self.enabled or self.anomaly or bool(self.observers) or \
+            self.tracer is not None
         if away and self.away is None:
             self.away = _Away()
         elif not away and self.away is not None:

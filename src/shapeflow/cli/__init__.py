@@ -1,4 +1,5 @@
-"""The `shapeflow` command: demo, train, summary, memory, graph, run, quant, serve, bench, ops."""
+"""The `shapeflow` command: demo, train, summary, memory, graph, run, compile, quant, serve,
+bench, ops."""
 
 from __future__ import annotations
 
@@ -53,7 +54,7 @@ class _Version(argparse.Action):
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser for `shapeflow [--version] COMMAND ...`, each subcommand from its module."""
-    from . import bench, demo, graph, memory, ops, quant, run, serve, summary, train
+    from . import bench, compile, demo, graph, memory, ops, quant, run, serve, summary, train
 
     p = argparse.ArgumentParser(prog="shapeflow", description=__doc__)
     p.add_argument("--verbose", action="store_true",
@@ -62,7 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action=_Version, nargs=0,
                    help="the version and which native parts of the cpu backend are in use")
     sub = p.add_subparsers(dest="command", required=True)
-    for command in (demo, train, summary, memory, graph, run, quant, bench, serve, ops):
+    for command in (demo, train, summary, memory, graph, run, compile, quant, bench, serve,
+                    ops):
         command.add_parser(sub)
     return p
 

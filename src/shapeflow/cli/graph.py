@@ -11,7 +11,7 @@ import argparse
 import sys
 
 from .. import factories, nn
-from ..ops.elementwise import relu
+from ..ops.activation import relu
 from ._inputs import fit_overrides, input_dtype, need_input, run_command, sizes
 
 

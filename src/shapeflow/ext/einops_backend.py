@@ -12,7 +12,7 @@ from einops._backends import AbstractBackend
 
 from ..dtypes import int64
 from ..factories import arange
-from ..ops.linalg import einsum
+from ..ops.linalg.einsum import einsum
 from ..ops.movement import cat, stack
 from ..tensor import Tensor, from_numpy
 

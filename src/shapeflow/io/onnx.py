@@ -753,17 +753,19 @@ _EMITTERS: dict | None = None
 
 
 def _table() -> dict:
+    from ..ops import activation as A
     from ..ops import elementwise as E
     from ..ops import linalg, movement, reduce
     from ..ops import nn as N
+    from ..ops import norm as Norm
     from ..ops.nn.flash_attention import FlashAttention
 
     t = {
         E.Neg: _unary("Neg"), E.Abs: _unary("Abs"), E.Exp: _unary("Exp"), E.Log: _unary("Log"),
         E.Sqrt: _unary("Sqrt"), E.Sin: _unary("Sin"), E.Cos: _unary("Cos"),
-        E.Tanh: _unary("Tanh"), E.Sigmoid: _unary("Sigmoid"), E.Relu: _unary("Relu"),
-        E.Rsqrt: _rsqrt, E.Log1p: _log1p, E.Expm1: _expm1, E.Silu: _silu,
-        E.Softplus: _softplus, E.Gelu: _gelu, E.Clamp: _clamp, E.Cast: _cast,
+        E.Tanh: _unary("Tanh"), A.Sigmoid: _unary("Sigmoid"), A.Relu: _unary("Relu"),
+        E.Rsqrt: _rsqrt, E.Log1p: _log1p, E.Expm1: _expm1, A.Silu: _silu,
+        A.Softplus: _softplus, A.Gelu: _gelu, E.Clamp: _clamp, E.Cast: _cast,
         E.CastToInt: _cast, E.Where: _where,
         E.Add: _binary("Add"), E.Sub: _binary("Sub"), E.Mul: _binary("Mul"),
         E.Div: _binary("Div"), E.Pow: _binary("Pow"), E.Maximum: _binary("Max"),
@@ -776,9 +778,9 @@ def _table() -> dict:
         movement.Reshape: _reshape, movement.Expand: _expand, movement.Permute: _permute,
         movement.Clone: _identity,
         N.Linear: _linear, N.Softmax: _softmax("Softmax"), N.LogSoftmax: _softmax("LogSoftmax"),
-        N.LayerNorm: _layer_norm, N.RMSNorm: _rms_norm, N.Embedding: _embedding,
+        Norm.LayerNorm: _layer_norm, Norm.RMSNorm: _rms_norm, N.Embedding: _embedding,
         N.Dropout: _identity, N.Attention: _attention,
-        FlashAttention: _attention, N.LeakyRelu: _leaky_relu, N.Elu: _elu,
+        FlashAttention: _attention, A.LeakyRelu: _leaky_relu, A.Elu: _elu,
         reduce.Sum: _reduction("ReduceSum"), reduce.Mean: _reduction("ReduceMean"),
         reduce.Prod: _reduction("ReduceProd"), reduce.LogSumExp: _reduction("ReduceLogSumExp"),
         reduce.AMax: _amax,

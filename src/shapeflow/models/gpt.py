@@ -105,11 +105,13 @@ class CausalSelfAttention(nn.Module):
         elif past == 0:
             y = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True)
         else:
-            # new query i sits at position past + i and may see keys 0 .. past + i
-            from ..tensor import tensor
+            # new query i sits at position past + i and may see keys 0 .. past + i (made
+            # with ops, not NumPy: sf.compile traces it with past and T symbolic)
+            from ..factories import arange
 
             S = past + T
-            mask = tensor(np.arange(S)[None, :] <= (past + np.arange(T))[:, None])
+            mask = arange(S, device=x.device).unsqueeze(0) <= \
+                arange(past, S, device=x.device).unsqueeze(1)
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
         y = y.transpose(1, 2).reshape(B, T, C)
         return self.resid_dropout(self.c_proj(y))

@@ -5,9 +5,8 @@ layers compute with `shapeflow.nn.functional`.
 """
 
 from . import functional, init, parallel, utils
-from .activation import GELU, ReLU, Sigmoid, SiLU, Softmax, Tanh
-from .activation_extra import *  # noqa: F403  (ReLU6, SELU, CELU, PReLU, GLU, Mish...)
-from .activation_extra import __all__ as _ACTIVATIONS
+from .activation import *  # noqa: F403  (ReLU, GELU, ReLU6, SELU, CELU, PReLU, GLU, Mish...)
+from .activation import __all__ as _ACTIVATIONS
 from .attention import MultiheadAttention
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, InstanceNorm1d, InstanceNorm2d
 from .container import ModuleDict, ModuleList, Sequential
@@ -23,9 +22,8 @@ from .dropout import (
 from .flatten import Flatten, Unflatten
 from .linear import Identity, Linear, NonDynamicallyQuantizableLinear
 from .local_response_norm import LocalResponseNorm
-from .loss import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
-from .loss_extra import *  # noqa: F403  (BCELoss, KLDivLoss, HuberLoss, ... PairwiseDistance)
-from .loss_extra import __all__ as _LOSSES
+from .loss import *  # noqa: F403  (CrossEntropyLoss, BCELoss, KLDivLoss, ... PairwiseDistance)
+from .loss import __all__ as _LOSSES
 from .module import Module, RemovableHandle, StateDictError
 from .normalization import GroupNorm, LayerNorm, RMSNorm
 from .padding import *  # noqa: F403  (ReflectionPad1d ... ZeroPad3d)
@@ -57,9 +55,9 @@ __all__ = [
     "functional", "init", "parallel", "utils",
     "Module", "Parameter", "RemovableHandle", "StateDictError",
     "Identity", "Linear", "NonDynamicallyQuantizableLinear", "Embedding", "LayerNorm", "RMSNorm",
-    "Dropout", "ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "Flatten", "Unflatten",
+    "Dropout", "Flatten", "Unflatten",
     "Sequential", "ModuleList", "ModuleDict", "Conv2d", "MaxPool2d", "AvgPool2d",
-    "MultiheadAttention", "CrossEntropyLoss", "MSELoss", "L1Loss", "BCEWithLogitsLoss", "NLLLoss",
+    "MultiheadAttention",
     *_ACTIVATIONS, *_LOSSES, "ParameterList", "ParameterDict",
     "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "Conv1d", "ConvTranspose1d", "ConvTranspose2d",
     "MaxPool1d", "AvgPool1d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d",

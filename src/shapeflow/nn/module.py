@@ -21,7 +21,7 @@ from ..errors import (
 )
 from ..inspect.trace import call_module
 from ..shape import format_shape
-from ..tensor import Tensor, from_numpy
+from ..tensor import Tensor, from_numpy, layout_epoch
 from .parameter import Parameter
 
 
@@ -183,6 +183,7 @@ class Module:
             raise ShapeError(f"cannot assign a non-leaf tensor to parameter '{name}': wrap "
                              "param.detach() in a Parameter")
         self._parameters[name] = param
+        layout_epoch[0] += 1
 
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
         """A tensor the module keeps (moved by .to(), saved if persistent) that is not trained."""
@@ -193,6 +194,7 @@ class Module:
             raise DTypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
                             "(a Tensor or None required)")
         self._buffers[name] = tensor
+        layout_epoch[0] += 1
         if persistent:
             self._non_persistent_buffers_set.discard(name)
         else:
@@ -205,6 +207,7 @@ class Module:
         if hasattr(self, name) and name not in self._modules:
             raise KeyError(f"attribute '{name}' already exists")
         self._modules[name] = module
+        layout_epoch[0] += 1
 
     register_module = add_module
 
@@ -219,6 +222,9 @@ class Module:
     def __setattr__(self, name: str, value) -> None:
         d = self.__dict__
         params = d.get("_parameters")
+        if params is not None and (isinstance(value, (Tensor, Module)) or name in params
+                                   or name in d["_modules"] or name in d["_buffers"]):
+            layout_epoch[0] += 1  # the module's state changes (sf.compile's guard)
 
         def remove_from(*stores):
             for s in stores:
@@ -257,6 +263,7 @@ class Module:
             object.__setattr__(self, name, value)
 
     def __delattr__(self, name: str) -> None:
+        layout_epoch[0] += 1
         if name in self._parameters:
             del self._parameters[name]
         elif name in self._buffers:
@@ -447,7 +454,7 @@ class Module:
                                       f"{format_shape(value.shape)} from checkpoint, the shape "
                                       f"in current model is {format_shape(target.shape)}"))
                 continue
-            if not assign and value.dtype.category > target.dtype.category:
+            if not assign and not _dt.can_cast(value.dtype, target.dtype):
                 dtype_bad = True
                 problems.append((key, f"dtype {value.dtype} cannot be cast to the model's "
                                       f"{target.dtype}"))
@@ -615,6 +622,7 @@ def _copy_into(target: Tensor, value: Tensor) -> None:
 
 def _set_data(p: Tensor, new: Tensor) -> None:
     """Point p at new's data (dtype, device) in place; a new version so old graphs see it."""
+    layout_epoch[0] += 1
     p._data, p.shape, p.dtype, p.device = new._data, new.shape, new.dtype, new.device
     p._version = [p._version[0] + 1, "to"]
 

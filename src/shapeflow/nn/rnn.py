@@ -14,7 +14,8 @@ import numpy as np
 
 from ..errors import ShapeError
 from ..factories import empty, zeros
-from ..ops.movement import cat, index_select, stack
+from ..ops.index.dim_index import index_select
+from ..ops.movement import cat, stack
 from ..ops.nn.recurrent import recurrence
 from ..shape import dims_equal, format_shape
 from ..tensor import Tensor, describe, tensor

@@ -104,6 +104,9 @@ class Op:
     # True for basic-index views: backward is g written into zeros of the input's shape at
     # self.key, which the engine adds into the input's gradient in place instead
     slice_backward = False
+    # how the output dtype follows from the inputs' (dtypes.Promotion: INT_TO_FLOAT...), for
+    # ops whose infer computes it with dtypes.promote; None where an op declares none
+    promotion = None
     # per input, flattened: where its gradient goes (its node, the leaf tensor itself, or
     # None), its shape and its dtype: (to_0, shape_0, dtype_0, to_1, ...)
     next: tuple = ()
@@ -284,6 +287,8 @@ def apply(op: Op, *inputs: Tensor) -> Tensor:
 def _apply_modes(op: Op, inputs, out: Tensor, grad: bool) -> Tensor:
     """The end of apply under this thread's modes: anomaly check, then no_grad or record."""
     modes = _modes.__dict__  # this thread's: one threading.local lookup, not one per name
+    if modes["tracer"] is not None:  # sf.compile is tracing this thread
+        modes["tracer"].op(op, inputs, out)
     if modes["anomaly"] and out._data is not None:  # sf.detect_anomaly(): inspect.anomaly's
         _anomaly.check_forward(op, inputs, out._data)
     if grad:

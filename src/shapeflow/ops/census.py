@@ -3,7 +3,8 @@
 Defining an Op subclass with its own `name` registers it (`base.PRIMITIVES`); this module
 reads that registry. The saved set and the kernels are read from each class's source (the
 `saved` method's Saved declarations, the `kernels.<name>(` calls of the class and its
-bases), so the census describes the code as written, with no input needed.
+bases), so the census describes the code as written, with no input needed; the dtype
+promotion kind is the class's `promotion` (dtypes.Promotion), where it declares one.
 `shapeflow ops` prints it.
 """
 
@@ -14,6 +15,7 @@ import re
 import sys
 from dataclasses import dataclass
 
+from . import registry
 from .base import INPUT, OUTPUT, PRIMITIVES, Op, Saved
 
 _KERNEL_ALIAS = re.compile(r"^\s*(\w+) = [\w.]*\bkernels$", re.MULTILINE)  # k = dev.kernels
@@ -33,17 +35,27 @@ class Primitive:
     saved: tuple[str, ...]    # what `saved` may declare: x0, x1, out, or an intermediate
     kernels: tuple[str, ...]  # the kernel-table entries its code calls (kernels.x(, or
     #                           through a local alias: k = self.device.kernels; k.x()
+    promotion: str | None = None  # its dtype promotion kind (INT_TO_FLOAT...), if declared
+    public: tuple[str, ...] = ()  # the public names its module's functions declare
+    #                               (ops/registry.py): sf.add, Tensor.add, F.gelu, linalg.inv
+
+
+# a concept folder whose family goes by another name: linear algebra's primitives (matmul,
+# the factorizations) are the census's `matrix` family (`shapeflow ops --family matrix`);
+# the layers' concepts with folders of their own (activations, losses, norms) stay in the
+# `nn` family with linear, softmax and attention (`shapeflow ops --family nn`)
+_FAMILY_OF_FOLDER = {"linalg": "matrix", "activation": "nn", "loss": "nn", "norm": "nn"}
 
 
 def family_of(cls: type) -> str:
-    """`elementwise` for ops/elementwise/binary.py, `linalg` for ops/linalg.py; outside ops
-    the module's path (`autograd.function`)."""
+    """`elementwise` for ops/elementwise/binary.py, `matrix` for ops/linalg/matmul.py;
+    outside ops the module's path (`autograd.function`)."""
     package, _, rest = cls.__module__.partition(".")
     if package != "shapeflow":  # an op a user (or a test) defined
         return cls.__module__
     parts = rest.split(".")
     if parts[0] == "ops":
-        return parts[1] if len(parts) > 1 else "ops"
+        return _FAMILY_OF_FOLDER.get(parts[1], parts[1]) if len(parts) > 1 else "ops"
     return rest
 
 
@@ -64,7 +76,8 @@ def _saved(cls: type) -> tuple[str, ...]:
     if cls.saved is Op.saved:
         return ()
     source = _source(cls.saved)
-    module = vars(sys.modules[cls.__module__])
+    # the names `saved` reads are its own module's (a base in another file: RMSNorm's _Norm)
+    module = vars(sys.modules[cls.saved.__module__])
     found = []
     for word in dict.fromkeys(_WORD.findall(source)):
         value = module.get(word)
@@ -104,21 +117,30 @@ def named(cls: type) -> bool:
         if k is not Op and issubclass(k, Op))
 
 
+def _promotion(cls: type) -> str | None:
+    kind = getattr(cls, "promotion", None)
+    return kind.name if kind is not None else None
+
+
 def census() -> list[Primitive]:
     """Every primitive of shapeflow, by family and name (ops defined elsewhere are registered
     too, and left out)."""
     rows = [Primitive(cls.name, qual, family_of(cls), bool(cls.differentiable), _saved(cls),
-                      _kernels(cls)) for qual, cls in PRIMITIVES.items()
+                      _kernels(cls), _promotion(cls), tuple(registry.declared_in(cls.__module__)))
+            for qual, cls in PRIMITIVES.items()
             if qual.startswith("shapeflow.") and is_primitive(cls)]
     return sorted(rows, key=lambda r: (r.family, r.name, r.qualname))
 
 
 def format_census(rows: list[Primitive]) -> str:
-    """The census as a table: family, name, class, backward, saved, kernels."""
-    lines = [f"{'family':<14} {'name':<34} {'grad':<5} {'saved':<22} kernels"]
+    """The census as a table: family, name, backward, saved, promotion kind, how many public
+    names its module declares, kernels."""
+    lines = [f"{'family':<14} {'name':<34} {'grad':<5} {'saved':<22} {'promotion':<16} "
+             f"{'public':<6} kernels"]
     for r in rows:
         lines.append(f"{r.family:<14} {r.name:<34} {'yes' if r.differentiable else 'no':<5} "
-                     f"{','.join(r.saved) or '-':<22} {','.join(r.kernels) or '-'}")
+                     f"{','.join(r.saved) or '-':<22} {r.promotion or '-':<16} "
+                     f"{len(r.public):<6} {','.join(r.kernels) or '-'}")
     families = sorted({r.family for r in rows})
     lines.append(f"{len(rows)} primitives in {len(families)} families")
     return "\n".join(lines)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..autograd import grad_mode
+from ..dtypes import can_cast
 from ..errors import DTypeError, GraphError, ShapeRuntimeError
 from ..shape import format_shape
 from ..tensor import Tensor, describe
@@ -45,13 +46,15 @@ def inplace(target: Tensor, name: str, fn, *args) -> Tensor:
             op=name, operands=[("self", describe(target))],
             hint="an in-place op cannot broadcast the tensor it changes; use the out-of-place op",
         )
-    if result.dtype is not target.dtype and result.dtype.category > target.dtype.category:
+    if result.dtype is not target.dtype and not can_cast(result.dtype, target.dtype):
         raise DTypeError(
             f"{name}: result type {result.dtype} cannot be cast to the tensor's {target.dtype} "
             "in place", op=name, operands=[("self", describe(target))],
             hint=f"use the out-of-place op, or convert first with .to({result.dtype})")
     # into the tensor's memory (None on meta: its namespace computes nothing)
     target.device.xp.copyto(target._data, result._data, casting="unsafe")
+    if not grad_mode.hot.quiet and grad_mode.state.tracer is not None:
+        grad_mode.state.tracer.inplace(target, result)
     target._version[0] += 1
     target._version[1] = name
     if record and result.grad_fn is not None:

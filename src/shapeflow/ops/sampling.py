@@ -22,6 +22,7 @@ from ..shape import broadcast_shapes
 from ..tensor import Tensor, describe
 from .base import Op, apply
 from .movement.index_arrays import host
+from .registry import public
 
 _I64, _F64 = _dt.int64.np, _dt.float64.np
 
@@ -33,7 +34,7 @@ class DistributionError(ShapeflowError, ValueError, RuntimeError):
 
 
 def _float_only(op: str, x: Tensor, what: str = "input") -> None:
-    if x.dtype.category != 2:
+    if not x.dtype.is_floating_point:
         raise DTypeError(f"{op}: {what} must be a floating tensor, got {x.dtype}", op=op,
                          operands=[(what, describe(x))], hint="convert with .float()")
 
@@ -103,6 +104,7 @@ class Multinomial(Op):
         return out.reshape(w.shape[:-1] + (k,))
 
 
+@public(method=True)
 def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,  # noqa: A002
                 generator: Generator | None = None) -> Tensor:
     """Draw num_samples category indices per row, with probabilities proportional to input."""
@@ -134,6 +136,7 @@ class Bernoulli(Op):
         return (self.device.from_numpy(self.rng.random(x.shape)) < p).astype(x.dtype)
 
 
+@public(method=True)
 def bernoulli(input: Tensor, p: float | None = None, *,  # noqa: A002
               generator: Generator | None = None) -> Tensor:
     """1 with probability input (or p), else 0."""
@@ -161,6 +164,7 @@ class Poisson(Op):
         return dev.from_numpy(host.asarray(counts).astype(rate.dtype))
 
 
+@public()
 def poisson(input: Tensor, generator: Generator | None = None) -> Tensor:  # noqa: A002
     """A Poisson draw for each rate in input."""
     return apply(Poisson(get_rng(generator)), input)
@@ -201,6 +205,7 @@ class Normal(Op):
         return dev.xp.asarray(out).astype(dt, copy=False)
 
 
+@public()
 def normal(mean, std=1.0, size=None, *, generator: Generator | None = None, dtype=None,
            device=None, requires_grad: bool = False, layout=None) -> Tensor:
     """N(mean, std^2): mean and/or std tensors (broadcast), or two numbers and a size."""
@@ -228,6 +233,7 @@ def normal(mean, std=1.0, size=None, *, generator: Generator | None = None, dtyp
     return out
 
 
+@public()
 def randint_like(input: Tensor, low: int = 0, high: int | None = None, *,  # noqa: A002
                  generator: Generator | None = None, dtype=None, device=None) -> Tensor:
     """Integers in [low, high) in input's shape (randint_like(x, high) starts at 0)."""
@@ -258,6 +264,7 @@ def _fill(t: Tensor, name: str, draw) -> Tensor:
     return t
 
 
+@public(sf=False, method=True)
 def uniform_(t: Tensor, from_: float = 0.0, to: float = 1.0, *,
              generator: Generator | None = None, **kwargs) -> Tensor:
     """Fill t with U(from, to) draws (`from` is PyTorch's keyword)."""
@@ -266,6 +273,7 @@ def uniform_(t: Tensor, from_: float = 0.0, to: float = 1.0, *,
     return _fill(t, "uniform_", lambda s, dev: dev.from_numpy(rng.uniform(from_, to, s)))
 
 
+@public(sf=False, method=True)
 def normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, *,
             generator: Generator | None = None) -> Tensor:
     """Fill t with N(mean, std^2) draws."""
@@ -276,6 +284,7 @@ def normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, *,
     return _fill(t, "normal_", lambda s, dev: dev.from_numpy(rng.normal(mean, std, s)))
 
 
+@public(sf=False, method=True)
 def exponential_(t: Tensor, lambd: float = 1.0, *,
                  generator: Generator | None = None) -> Tensor:
     """Fill t with Exponential(rate lambd) draws."""
@@ -287,6 +296,7 @@ def exponential_(t: Tensor, lambd: float = 1.0, *,
                  lambda s, dev: dev.from_numpy(rng.exponential(1.0 / lambd, s)))
 
 
+@public(sf=False, method=True)
 def bernoulli_(t: Tensor, p=0.5, *, generator: Generator | None = None) -> Tensor:
     """Fill t with 1 (probability p, a number or a tensor broadcast to t) or 0."""
     rng = get_rng(generator)
@@ -302,7 +312,3 @@ def bernoulli_(t: Tensor, p=0.5, *, generator: Generator | None = None) -> Tenso
     else:
         pa = p
     return _fill(t, "bernoulli_", lambda s, dev: dev.from_numpy(rng.random(s)) < pa)
-
-
-METHODS = ("multinomial", "bernoulli", "uniform_", "normal_", "exponential_", "bernoulli_")
-__all__ = ["multinomial", "bernoulli", "normal", "poisson", "randint_like"]

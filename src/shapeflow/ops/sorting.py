@@ -15,6 +15,7 @@ from ..errors import DTypeError, ShapeError
 from ..shape import normalize_dim
 from ..tensor import Tensor, describe
 from .base import Op, Saved, apply
+from .registry import public
 
 # torch.return_types.sort / .topk / .kthvalue: tuples with .values and .indices
 SortResult = namedtuple("sort", ["values", "indices"])
@@ -98,7 +99,7 @@ class SortAlong(Op):
 
     def backward(self, g):
         from ..factories import zeros
-        from .movement import scatter_add
+        from .index.gather_scatter import scatter_add
 
         (idx,) = self.saved_tensors
         if tuple(g.shape) != self.keep_shape:
@@ -114,30 +115,31 @@ def _run(op: SortAlong, x: Tensor, result):
     return result(values, indices)
 
 
+@public(method=True)
 def sort(x: Tensor, dim: int = -1, descending: bool = False, stable: bool = False):
     """(values, indices) of x sorted along dim; always stable (equal values keep their order)."""
     return _run(SortAlong("sort", dim, descending), x, SortResult)
 
 
+@public(method=True)
 def argsort(x: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
     """The indices that sort x along dim (stable)."""
     return sort(x, dim, descending).indices
 
 
+@public(method=True)
 def msort(x: Tensor) -> Tensor:
     """x sorted along its first dim."""
     return sort(x, 0).values
 
 
+@public(method=True)
 def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):  # noqa: A002
     """(values, indices) of the k largest (or smallest) entries along dim, in sorted order."""
     return _run(SortAlong("topk", dim, largest, k), x, TopkResult)
 
 
+@public(method=True)
 def kthvalue(x: Tensor, k: int, dim: int = -1, keepdim: bool = False):
     """(values, indices) of the k-th smallest entry along dim (k counts from 1)."""
     return _run(SortAlong("kthvalue", dim, False, k, keepdim), x, KthvalueResult)
-
-
-METHODS = ("sort", "argsort", "msort", "topk", "kthvalue")
-__all__ = list(METHODS)

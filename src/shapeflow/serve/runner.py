@@ -16,7 +16,7 @@ import numpy as np
 
 from ..backend.cpu import kernels
 from ..device import cpu
-from ..ops.elementwise.activations import Gelu
+from ..ops.activation import Gelu
 from . import paged_attention as pa
 from .kv_pool import KVPool
 from .scheduler import Chunk

@@ -14,7 +14,8 @@ import numpy as np
 
 from ...errors import ShapeError
 from ...factories import full
-from ...ops.movement import cat, index_select, stack
+from ...ops.index.dim_index import index_select
+from ...ops.movement import cat, stack
 from ...tensor import Tensor, describe, tensor
 
 

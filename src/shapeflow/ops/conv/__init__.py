@@ -5,8 +5,8 @@ transposed convolutions built on it), pool2d / pool (fixed and adaptive windows)
 resample (interpolate, pixel shuffle, fold / unfold).
 """
 
-from .conv2d import conv2d
-from .convnd import conv1d, conv3d, conv_transpose1d, conv_transpose2d
+from .conv2d import conv2d  # noqa: F401  (re-exported: importers use these)
+from .convnd import conv1d, conv3d, conv_transpose1d, conv_transpose2d  # noqa: F401
 from .pool import (  # noqa: F401  (the 2-D adaptive pools: for nn.functional)
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,
@@ -14,11 +14,5 @@ from .pool import (  # noqa: F401  (the 2-D adaptive pools: for nn.functional)
     avg_pool1d,
     max_pool1d,
 )
-from .pool2d import avg_pool2d, max_pool2d
+from .pool2d import avg_pool2d, max_pool2d  # noqa: F401
 from .resample import fold, interpolate, pixel_shuffle, pixel_unshuffle, unfold  # noqa: F401
-
-METHODS = ()
-# sf.X for the ones torch.X has (the 2-D adaptive pools are only in nn.functional there)
-__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "max_pool1d",
-           "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "pixel_shuffle",
-           "pixel_unshuffle"]

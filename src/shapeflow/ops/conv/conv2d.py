@@ -14,6 +14,7 @@ from ...shape import dims_equal, format_shape
 from ...tensor import Tensor, describe
 from .. import autocast as _autocast
 from ..base import LAYER_INPUT, Op, Saved, apply
+from ..registry import public
 from . import conv2d_blocked as blocked
 from . import conv2d_winograd as winograd
 
@@ -85,7 +86,7 @@ class Conv2d(Op):
             raise ShapeRuntimeError(f"{op}: input must be [N, C, H, W] or [C, H, W], got "
                              f"{format_shape(x.shape)}", op=op, operands=ops)
         for name, t in (("input", x), ("weight", w)):
-            if t.dtype.category != 2:
+            if not t.dtype.is_floating_point:
                 raise DTypeError(f"{op}: {name} must be floating point, got {t.dtype}", op=op,
                                  operands=ops, hint=f"call {name}.float() first")
         if x.dtype is not w.dtype:
@@ -309,6 +310,7 @@ def _weight_grad(kern, spec: _ConvSpec, w_shape, x, g):
     return kern.conv2d_weight_grad_im2col(x, g, w_shape, *spec.args())
 
 
+@public(functional=True)
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
            dilation=1, groups: int = 1) -> Tensor:
     """2-D cross-correlation, PyTorch's conv2d: input [N, C, H, W] or unbatched [C, H, W].

@@ -14,6 +14,7 @@ from ...shape import dims_equal, format_shape
 from ...tensor import Tensor, describe
 from .. import autocast as _autocast
 from ..base import LAYER_INPUT, Saved, apply
+from ..registry import public
 from .conv2d import _W, Conv2dInputBackward, _ConvSpec, _pair, conv2d
 
 _G = Saved.input(0, LAYER_INPUT)
@@ -58,6 +59,7 @@ def _check_channels(op: str, x: Tensor, weight: Tensor, c_axis_w: int, groups: i
                          operands=operands, hint=hint)
 
 
+@public(functional=True)
 def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
            dilation=1, groups: int = 1) -> Tensor:
     """1-D cross-correlation over [N, C, L] (or [C, L]); weight [O, C/groups, k]."""
@@ -81,7 +83,7 @@ class ConvTranspose2d(Conv2dInputBackward):
     def infer(self, x, w):
         op = self.name
         ops = [("input", describe(x)), ("weight", describe(w))]
-        if x.dtype is not w.dtype or x.dtype.category != 2:
+        if x.dtype is not w.dtype or not x.dtype.is_floating_point:
             from ...errors import DTypeError
 
             raise DTypeError(f"{op}: input ({x.dtype}) and weight ({w.dtype}) must be the "
@@ -94,6 +96,7 @@ class ConvTranspose2d(Conv2dInputBackward):
         return ((_G,) if w.requires_grad else ()) + ((_W,) if x.requires_grad else ())
 
 
+@public(functional=True)
 def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,
                      padding=0, output_padding=0, groups: int = 1, dilation=1) -> Tensor:
     """PyTorch's conv_transpose2d (the gradient of conv2d w.r.t. its input), [N, C, H, W]."""
@@ -107,6 +110,7 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
     return _transpose(op, input, weight, bias, s, p, o, d, groups)
 
 
+@public(functional=True)
 def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,
                      padding=0, output_padding=0, groups: int = 1, dilation=1) -> Tensor:
     """PyTorch's conv_transpose1d over [N, C, L]; weight [C_in, C_out/groups, k]."""
@@ -169,6 +173,7 @@ def _triple(v, name: str, op: str, low: int) -> tuple:
     return v
 
 
+@public(functional=True)
 def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
            dilation=1, groups: int = 1) -> Tensor:
     """3-D cross-correlation over [N, C, D, H, W] (or [C, D, H, W]); weight

@@ -11,6 +11,7 @@ from ... import dtypes as _dt
 from ...errors import ShapeError
 from ...shape import format_shape
 from ...tensor import Tensor, describe, tensor
+from ..registry import public
 from .convnd import _single
 from .pool2d import avg_pool2d, max_pool2d
 
@@ -23,6 +24,7 @@ def _need(op: str, x: Tensor, dims: tuple, layout: str) -> None:
                          None)
 
 
+@public(functional=True)
 def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
                ceil_mode: bool = False, return_indices: bool = False):
     """Max over kernel_size windows of [N, C, L] (or [C, L]); stride defaults to kernel."""
@@ -38,6 +40,7 @@ def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
     return out.squeeze(-2)
 
 
+@public(functional=True)
 def avg_pool1d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
                count_include_pad: bool = True) -> Tensor:
     """Mean over kernel_size windows of [N, C, L] (or [C, L]); stride defaults to kernel."""
@@ -89,6 +92,7 @@ def _concrete(op: str, x: Tensor, dims: tuple) -> None:
                              "divides the input")
 
 
+@public(sf=False, functional=True)
 def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
     """Average over adaptive windows of [N, C, H, W] (or [C, H, W]) to output_size."""
     op = "adaptive_avg_pool2d"
@@ -104,6 +108,7 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
     return x if oh == H else _avg_matrix(H, oh, input.dtype, input.device) @ x
 
 
+@public(functional=True)
 def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
     """Average over adaptive windows of [N, C, L] (or [C, L]) to output_size."""
     op = "adaptive_avg_pool1d"
@@ -112,6 +117,7 @@ def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
     return adaptive_avg_pool2d(input.unsqueeze(-2), (1, o)).squeeze(-2)
 
 
+@public(sf=False, functional=True)
 def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False):
     """Max over adaptive windows of [N, C, H, W] (or [C, H, W]); indices are h * W + w."""
     op = "adaptive_max_pool2d"

@@ -7,6 +7,7 @@ from ...errors import DTypeError, ShapeRuntimeError
 from ...shape import format_shape
 from ...tensor import Tensor, describe
 from ..base import Op, Saved, apply
+from ..registry import public
 from .conv2d import _offsets, _out_size, _pair
 
 
@@ -35,7 +36,7 @@ class _PoolSpec:
             raise ShapeRuntimeError(f"{op}: input must be [N, C, H, W] or [C, H, W], got "
                              f"{format_shape(x.shape)}", op=op, operands=ops)
         # max pooling takes integers too, as PyTorch (no gradient flows to them)
-        if x.dtype.category != 2 and not (op == "max_pool2d" and x.dtype.category == 1):
+        if not x.dtype.is_floating_point and not (op == "max_pool2d" and x.dtype.is_integer):
             raise DTypeError(f"{op}: input must be floating point, got {x.dtype}", op=op,
                              operands=ops, hint="call x.float() first")
         k, s, p, d = self.k, self.s, self.p, self.d
@@ -199,6 +200,7 @@ class MaxPoolSelect(Op):
         return apply(MaxPoolBackward(self.spec), g, arg), None
 
 
+@public(functional=True)
 def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
                ceil_mode: bool = False, return_indices: bool = False):
     """Max over kernel_size windows of [N, C, H, W] (or [C, H, W]); stride defaults to kernel."""
@@ -293,6 +295,7 @@ class AvgPoolBackward(Op):
                                 self.f.divisor_override), gg),)
 
 
+@public(functional=True)
 def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
                count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
     """Mean over kernel_size windows of [N, C, H, W] (or [C, H, W]); stride defaults to kernel."""

@@ -15,6 +15,7 @@ from ...errors import ShapeError
 from ...shape import format_shape
 from ...tensor import Tensor, describe, tensor
 from ..base import apply
+from ..registry import public
 from .conv2d import _ConvSpec, _pair, conv2d
 from .convnd import ConvTranspose2d
 
@@ -90,6 +91,7 @@ def _area_matrix(out: int, inp: int) -> list:
     return m
 
 
+@public(sf=False, functional=True)
 def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",
                 align_corners: bool | None = None, recompute_scale_factor: bool | None = None,
                 antialias: bool = False) -> Tensor:
@@ -190,6 +192,7 @@ def _repeat_nearest(x: Tensor, factors: tuple) -> Tensor:
     return x.reshape(view).expand(big).reshape(out)
 
 
+@public(functional=True)
 def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
     """[*, C * r^2, H, W] -> [*, C, H * r, W * r] (sub-pixel convolution's rearrangement)."""
     op, r = "pixel_shuffle", int(upscale_factor)
@@ -207,6 +210,7 @@ def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
     return x.reshape(*lead, C // (r * r), H * r, W * r)
 
 
+@public(functional=True)
 def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     """[*, C, H * r, W * r] -> [*, C * r^2, H, W] (the inverse of pixel_shuffle)."""
     op, r = "pixel_unshuffle", int(downscale_factor)
@@ -233,6 +237,7 @@ def _one_hot_kernels(C: int, kh: int, kw: int, like: Tensor) -> Tensor:
         C, 1, 1, 1)
 
 
+@public(sf=False, functional=True)
 def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
     """Sliding blocks of [N, C, H, W] as columns: [N, C * kh * kw, L] (PyTorch's F.unfold)."""
     op = "unfold"
@@ -253,6 +258,7 @@ def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tenso
     return out.squeeze(0) if input.ndim == 3 else out
 
 
+@public(sf=False, functional=True)
 def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
     """Sum columns [N, C * kh * kw, L] back into [N, C, H, W] (the adjoint of unfold)."""
     op = "fold"

@@ -1,26 +1,11 @@
-"""Elementwise ops: unary math, activations, binary arithmetic, comparisons, casts.
+"""Elementwise ops: unary math, binary arithmetic, comparisons, casts.
 
 One family a module; this package re-exports them, so `ops.elementwise.X` names stay as they were.
+Activations (relu, sigmoid, gelu...) have their own package, ops/activation/.
 """
 
 from __future__ import annotations
 
-from .activations import (  # noqa: F401  (re-exported: importers use these)
-    Gelu,
-    GeluBackward,
-    GeluGrad,
-    Relu,
-    ReluBackward,
-    Sigmoid,
-    Silu,
-    Softplus,
-    gelu,
-    normal_cdf,
-    relu,
-    sigmoid,
-    silu,
-    softplus,
-)
 from .binary import (  # noqa: F401  (re-exported: importers use these)
     Add,
     Binary,
@@ -48,8 +33,6 @@ from .bounds import (  # noqa: F401  (re-exported: importers use these)
     Clamp,
     Maximum,
     Minimum,
-    clamp,
-    clip,
     maximum,
     minimum,
 )
@@ -58,6 +41,13 @@ from .casts import (  # noqa: F401  (re-exported: importers use these)
     CastToInt,
     cast,
     to_device,
+)
+
+# closeness: isclose, allclose, equal
+from .closeness import (  # noqa: F401  (re-exported: importers use these)
+    allclose,
+    equal,
+    isclose,
 )
 from .compare import (  # noqa: F401  (re-exported: importers use these)
     Compare,
@@ -99,9 +89,94 @@ from .compare import (  # noqa: F401  (re-exported: importers use these)
     where,
     zeros_scalar_like,
 )
-from .integer import *  # noqa: F403
+
+# fill, zero_ and scalar_tensor; a float's parts (frexp, ldexp, nextafter, heaviside);
+# gcd and lcm; PyTorch's complex functions on real tensors (real, conj, angle, isreal...)
+from .complex_parts import (  # noqa: F401  (re-exported: importers use these)
+    angle,
+    conj,
+    conj_physical,
+    isreal,
+    real,
+    resolve_conj,
+    resolve_neg,
+)
+from .divisors import (  # noqa: F401  (re-exported: importers use these)
+    gcd,
+    lcm,
+)
+from .filling import (  # noqa: F401  (re-exported: importers use these)
+    fill,
+    scalar_tensor,
+    zero_,
+)
+from .float_parts import (  # noqa: F401  (re-exported: importers use these)
+    frexp,
+    heaviside,
+    ldexp,
+    nextafter,
+)
 from .integer import (  # noqa: F401  (re-exported: importers use these)
-    METHODS as _INTEGER_METHODS,
+    BitwiseAnd,
+    BitwiseLeftShift,
+    BitwiseNot,
+    BitwiseOr,
+    BitwiseRightShift,
+    BitwiseXor,
+    Fmod,
+    FmodScalar,
+    TruncDivide,
+    bitwise_and,
+    bitwise_left_shift,
+    bitwise_not,
+    bitwise_or,
+    bitwise_right_shift,
+    bitwise_xor,
+    invert,
+)
+
+# ops of two or three operands (lerp, hypot, atan2, logaddexp, fmod, addcmul); its clamp
+# takes tensor bounds too (bounds.clamp takes numbers only)
+from .mixing import (  # noqa: F401  (re-exported: importers use these)
+    addcdiv,
+    addcdiv_,
+    addcmul,
+    addcmul_,
+    arctan2,
+    arctan2_,
+    atan2,
+    atan2_,
+    clamp,
+    clamp_,
+    clamp_max,
+    clamp_max_,
+    clamp_min,
+    clamp_min_,
+    clip,
+    clip_,
+    fmod,
+    fmod_,
+    hypot,
+    hypot_,
+    lerp,
+    lerp_,
+    logaddexp,
+    logaddexp2,
+)
+
+# NumPy-style helpers: fmax, fmin, float_power, deg2rad, isin, signbit, ...
+from .numeric import (  # noqa: F401  (re-exported: importers use these)
+    deg2rad,
+    float_power,
+    fmax,
+    fmin,
+    isin,
+    isneginf,
+    isposinf,
+    positive,
+    rad2deg,
+    sgn,
+    signbit,
 )
 from .scalar import (  # noqa: F401  (re-exported: importers use these)
     AddScalar,
@@ -118,8 +193,64 @@ from .scalar import (  # noqa: F401  (re-exported: importers use these)
     ScalarOp,
     scalar_result_type,
 )
-from .trig import *  # noqa: F403
-from .trig import METHODS as _TRIG_METHODS  # noqa: F401
+
+# special functions (erf, lgamma, digamma, logit, xlogy, sinc, nan_to_num)
+from .special import (  # noqa: F401  (re-exported; the in-place ones: methods only)
+    digamma,
+    digamma_,
+    erf,
+    erf_,
+    erfc,
+    erfc_,
+    erfinv,
+    erfinv_,
+    lgamma,
+    lgamma_,
+    logit,
+    logit_,
+    nan_to_num,
+    nan_to_num_,
+    sinc,
+    sinc_,
+    xlogy,
+    xlogy_,
+)
+from .trig import (  # noqa: F401  (re-exported: importers use these)
+    Acos,
+    Acosh,
+    Asin,
+    Asinh,
+    Atan,
+    Atanh,
+    Copysign,
+    Cosh,
+    Exp2,
+    Frac,
+    Log2,
+    Log10,
+    Sinh,
+    Tan,
+    acos,
+    acosh,
+    arccos,
+    arccosh,
+    arcsin,
+    arcsinh,
+    arctan,
+    arctanh,
+    asin,
+    asinh,
+    atan,
+    atanh,
+    copysign,
+    cosh,
+    exp2,
+    frac,
+    log2,
+    log10,
+    sinh,
+    tan,
+)
 from .unary import (  # noqa: F401  (re-exported: importers use these)
     Abs,
     Ceil,
@@ -158,61 +289,3 @@ from .unary import (  # noqa: F401  (re-exported: importers use these)
     tanh,
     trunc,
 )
-
-METHODS = (
-    "neg", "negative", "abs", "sign", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin",
-    "cos", "tanh", "sigmoid", "relu", "silu", "softplus", "square", "reciprocal", "clamp", "clip",
-    "floor", "ceil", "round", "trunc", "maximum", "minimum", "add", "sub", "mul", "div",
-    "true_divide", "pow", "floor_divide", "remainder", "fmod", "eq", "ne", "lt", "le", "gt", "ge",
-    "logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf", "isfinite",
-    "multiply", "subtract", "divide", "greater", "less", "greater_equal", "less_equal",
-)
-
-__all__ = [*METHODS, "where", "gelu", "rsub", "cast"]
-METHODS += _INTEGER_METHODS + _TRIG_METHODS
-__all__ += [*_INTEGER_METHODS, *_TRIG_METHODS]
-
-# special functions (erf, lgamma, digamma, logit, xlogy, sinc, nan_to_num)
-from . import special as _special  # noqa: E402
-from .special import *  # noqa: E402, F403
-from .special import digamma_, erfinv_, lgamma_  # noqa: E402, F401  (methods only)
-
-METHODS = METHODS + _special.METHODS
-__all__ += _special.__all__
-
-# ops of two or three operands (lerp, hypot, atan2, logaddexp, fmod, addcmul, tensor clamp)
-from . import mixing as _mixing  # noqa: E402
-from .mixing import *  # noqa: E402, F403
-from .mixing import addcdiv_, addcmul_, arctan2_, atan2_, fmod_, hypot_, lerp_  # noqa: E402, F401
-
-METHODS = METHODS + tuple(m for m in _mixing.METHODS if m not in METHODS)
-__all__ += [n for n in _mixing.__all__ if n not in __all__]
-
-# closeness: isclose, allclose, equal
-from . import closeness as _closeness  # noqa: E402
-from .closeness import *  # noqa: E402, F403
-
-METHODS = METHODS + _closeness.METHODS
-__all__ += _closeness.__all__
-
-# NumPy-style helpers: fmax, fmin, float_power, deg2rad, isin, signbit, ...
-from . import numeric as _numeric  # noqa: E402
-from .numeric import *  # noqa: E402, F403
-
-METHODS = METHODS + _numeric.METHODS
-__all__ += _numeric.__all__
-
-# fill, zero_ and scalar_tensor; a float's parts (frexp, ldexp, nextafter, heaviside);
-# gcd and lcm; PyTorch's complex functions on real tensors (real, conj, angle, isreal...)
-from . import complex_parts as _complex_parts  # noqa: E402
-from . import divisors as _divisors  # noqa: E402
-from . import filling as _filling  # noqa: E402
-from . import float_parts as _float_parts  # noqa: E402
-from .complex_parts import *  # noqa: E402, F403
-from .divisors import *  # noqa: E402, F403
-from .filling import *  # noqa: E402, F403
-from .float_parts import *  # noqa: E402, F403
-
-METHODS = (METHODS + _filling.METHODS + _float_parts.METHODS + _divisors.METHODS
-           + _complex_parts.METHODS)
-__all__ += _filling.__all__ + _float_parts.__all__ + _divisors.__all__ + _complex_parts.__all__

@@ -1,4 +1,4 @@
-"""Helpers shared by the elementwise families: result dtypes, operands from numbers."""
+"""Helpers shared by the elementwise families: casts, operands from numbers, refusals."""
 
 from __future__ import annotations
 
@@ -8,11 +8,6 @@ from ...errors import DTypeError
 from ...tensor import Tensor
 
 _f32 = _dt.float32
-
-
-def _float_dtype(x: Tensor) -> DType:
-    """Math on ints gives the default float (torch.exp(int tensor) is float32)."""
-    return x.dtype if x.dtype.category == 2 else _dt.default_float
 
 
 def _cast(arr, dtype: DType):

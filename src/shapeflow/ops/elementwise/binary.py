@@ -9,7 +9,7 @@ operators: every array type has them, and they cost less than any lookup of the 
 from __future__ import annotations
 
 from ... import dtypes as _dt
-from ...dtypes import promote_types, result_type
+from ...dtypes import DEFAULT, INT_TO_FLOAT, promote, promote_types, result_type
 from ...errors import (
     DTypeError,
     DTypeNotImplementedError,
@@ -20,6 +20,7 @@ from ...errors import (
 from ...shape import broadcast_shapes
 from ...tensor import Tensor
 from ..base import OUT, X0, X1, Op, apply
+from ..registry import public
 from ._common import _NUMBER, _as_operand
 from .broadcast_runs import widen_runs
 from .scalar import (
@@ -52,6 +53,7 @@ class Binary(Op):
     """Two tensors, broadcast; forward computes in the promoted dtype (`self.compute`)."""
 
     ufunc: str | None = None  # the array-namespace function computing it, by name
+    promotion = DEFAULT  # infer's own fast paths give promote(DEFAULT, a, b)
 
     def infer(self, a, b):
         sa, sb = a.shape, b.shape
@@ -99,6 +101,20 @@ class Binary(Op):
     def fn(self, a, b):
         """The op on operands of its compute dtype: the namespace's function `ufunc`."""
         return getattr(self.device.xp, self.ufunc)(a, b)
+
+
+class FloatBinary(Binary):
+    """A binary op whose result is floating point: integers and bools compute in, and give,
+    the default float (true division, hypot, atan2, xlogy...)."""
+
+    promotion = INT_TO_FLOAT
+
+    def infer(self, a, b):
+        shape, dt = Binary.infer(self, a, b)
+        if not dt.is_floating_point:  # floats are kept: promote() (a call) only for the rest
+            dt = self.compute = promote(self.promotion, dt)
+            self.cast, self.plain = True, False
+        return shape, dt
 
 
 def _with_float32_scalar(op: Binary, k, a, b, npd):
@@ -199,18 +215,11 @@ class Mul(Binary):
 _KEEP_X1_X0, _KEEP_X1, _KEEP_X0 = (X1, X0), (X1,), (X0,)
 
 
-class Div(Binary):
+class Div(FloatBinary):
     name = "div"
     rounds_once = True
     opmath_scalar = True
     ufunc = "true_divide"
-
-    def infer(self, a, b):
-        shape, dt = Binary.infer(self, a, b)
-        if not dt.is_floating_point:  # true division of integers gives the default float
-            dt = self.compute = _dt.default_float
-            self.cast, self.plain = True, False
-        return shape, dt
 
     def saved(self, a, b, out):
         self.need_b = b.requires_grad
@@ -239,7 +248,7 @@ class Pow(Binary):
 
     def forward(self, a, b):
         xp = self.device.xp
-        if self.compute.category < 2 and self.compute is not _dt.bool_:
+        if self.compute.is_integer:
             return _int_pow(xp, self.compute.np, a, b)
         with xp.errstate(divide="ignore", invalid="ignore"):
             return Binary.forward(self, a, b)
@@ -322,12 +331,14 @@ def _tensor_operator(op_class, general):
     return operator
 
 
+@public(method=True)
 def add(a, b, alpha=1) -> Tensor:
     if alpha != 1:
         b = mul(b, alpha)
     return _binary(Add, AddScalar, AddScalar, a, b)
 
 
+@public(method=True)
 def sub(a, b, alpha=1) -> Tensor:
     if alpha != 1:
         b = mul(b, alpha)
@@ -338,15 +349,18 @@ def sub(a, b, alpha=1) -> Tensor:
     return _binary(Sub, None, RSubScalar, a, b)
 
 
+@public()
 def rsub(a, b, alpha=1) -> Tensor:
     """b - alpha * a (sub with the operands swapped)."""
     return sub(b, a, alpha)
 
 
+@public(method=True)
 def mul(a, b) -> Tensor:
     return _binary(Mul, MulScalar, MulScalar, a, b)
 
 
+@public(sf=("div", "divide", "true_divide"), method=("div", "divide", "true_divide"))
 def div(a, b, rounding_mode: str | None = None) -> Tensor:
     if rounding_mode is not None:  # 'trunc' and 'floor' keep integer dtypes (integer.py)
         from .integer import div as rounded
@@ -356,18 +370,21 @@ def div(a, b, rounding_mode: str | None = None) -> Tensor:
 
 
 true_divide = divide = div
-multiply = mul
-subtract = sub
+multiply = public(sf="multiply", method="multiply")(mul)
+subtract = public(sf="subtract", method="subtract")(sub)
 
 
+@public(method=True)
 def pow(a, b) -> Tensor:  # noqa: A001  (PyTorch's name)
     return _binary(Pow, PowScalar, RPowScalar, a, b)
 
 
+@public(method=True)
 def floor_divide(a, b) -> Tensor:
     return _binary(FloorDivide, FloorDivScalar, RFloorDivScalar, a, b)
 
 
+@public(method=True)
 def remainder(a, b) -> Tensor:
     return _binary(Remainder, RemainderScalar, RRemainderScalar, a, b)
 

@@ -6,6 +6,7 @@ from ...dtypes import result_type
 from ...errors import ShapeError
 from ...tensor import Tensor
 from ..base import X0, X1, Op, apply
+from ..registry import public
 from ._common import _as_operand
 from .binary import Binary
 from .compare import logical_and
@@ -68,11 +69,13 @@ class Clamp(Op):
         return (g * keep,)
 
 
+@public(method=True)
 def maximum(a: Tensor, b: Tensor) -> Tensor:
     return apply(Maximum(), _as_operand(a, b if isinstance(b, Tensor) else None),
                  _as_operand(b, a if isinstance(a, Tensor) else None))
 
 
+@public(method=True)
 def minimum(a: Tensor, b: Tensor) -> Tensor:
     return apply(Minimum(), _as_operand(a, b if isinstance(b, Tensor) else None),
                  _as_operand(b, a if isinstance(a, Tensor) else None))

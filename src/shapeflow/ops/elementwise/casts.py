@@ -8,6 +8,7 @@ from ...dtypes import DType
 from ...errors import DeviceError
 from ...tensor import Tensor, describe
 from ..base import Op, apply
+from ..registry import public
 
 
 class Cast(Op):
@@ -33,6 +34,7 @@ class CastToInt(Cast):
     differentiable = False
 
 
+@public()
 def cast(x: Tensor, dtype) -> Tensor:
     dt = _dt.get_dtype(dtype)
     return apply((Cast if dt.is_floating_point else CastToInt)(dt), x)

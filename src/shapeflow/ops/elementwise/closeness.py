@@ -6,6 +6,7 @@ from ...device import meta
 from ...errors import DeviceError
 from ...tensor import Tensor, describe
 from ..base import apply
+from ..registry import public
 from ._common import _as_operand
 from .compare import Compare
 
@@ -32,6 +33,7 @@ class IsClose(Compare):
         return self.fn(a, b)
 
 
+@public(method=True)
 def isclose(input: Tensor, other, rtol: float = 1e-05, atol: float = 1e-08,  # noqa: A002
             equal_nan: bool = False) -> Tensor:
     """Whether each element of input is close to other's: |a - b| <= atol + rtol * |b|."""
@@ -49,6 +51,7 @@ def _values(op: str, *tensors: Tensor) -> None:
                               hint="compare shapes instead, or run on cpu")
 
 
+@public(method=True)
 def allclose(input: Tensor, other, rtol: float = 1e-05, atol: float = 1e-08,  # noqa: A002
              equal_nan: bool = False) -> bool:
     """Whether every element of input is close to other's (broadcast), as a Python bool."""
@@ -56,13 +59,10 @@ def allclose(input: Tensor, other, rtol: float = 1e-05, atol: float = 1e-08,  # 
     return bool(isclose(input, other, rtol, atol, equal_nan)._data.all())
 
 
+@public(method=True)
 def equal(input: Tensor, other: Tensor) -> bool:  # noqa: A002
     """True when both have the same shape and the same values (NaN equals nothing)."""
     _values("equal", input, other)
     if tuple(input.shape) != tuple(other.shape):
         return False
     return bool(input.device.xp.array_equal(input._data, other._data))
-
-
-METHODS = ("isclose", "allclose", "equal")
-__all__ = list(METHODS)

@@ -5,11 +5,12 @@ from __future__ import annotations
 import operator
 
 from ... import dtypes as _dt
-from ...dtypes import promote_types, result_type
+from ...dtypes import ALWAYS_BOOL, promote_types, result_type
 from ...errors import DTypeError
 from ...shape import broadcast_shapes
 from ...tensor import Tensor, describe
 from ..base import X0, Op, apply
+from ..registry import public
 from ._common import _NUMBER, _as_operand
 from .binary import Binary
 from .scalar import ScalarOp, scalar_result_type
@@ -19,6 +20,7 @@ class Compare(Binary):
     """Comparisons and logical ops: bool results, no gradient."""
 
     differentiable = False
+    promotion = ALWAYS_BOOL  # infer gives bool_ itself: the kind's whole rule
 
     def infer(self, a, b):
         shape, _ = Binary.infer(self, a, b)  # the promoted dtype the comparison runs in
@@ -46,6 +48,7 @@ class UnaryPredicate(Op):
     """A bool-valued unary op: the namespace's function `ufunc` ('isnan')."""
 
     differentiable = False
+    promotion = ALWAYS_BOOL
     ufunc: str
 
     def infer(self, x):
@@ -65,6 +68,8 @@ IsNan, IsInf, IsFinite = _predicate("isnan"), _predicate("isinf"), _predicate("i
 
 class Where(Op):
     name = "where"
+    # no promotion kind declared: a 0-d value promotes here as a dimensioned one
+    # (promote_types), where PyTorch's where (NO_OPMATH) gives it its own tier
 
     def infer(self, cond, a, b):
         if cond.dtype is not _dt.bool_:
@@ -98,6 +103,7 @@ def _cast(arr, npd):
 
 class CompareScalar(ScalarOp):
     differentiable = False
+    promotion = ALWAYS_BOOL
 
     def infer(self, x):
         self.dt = scalar_result_type(x.dtype, self.c)  # raises for a non-number
@@ -134,26 +140,32 @@ def _comparison(name: str, a, b) -> Tensor:
     return apply(_TENSOR_COMPARE[name](), _as_operand(a, b), _as_operand(b, a))
 
 
+@public(method=True)
 def eq(a, b) -> Tensor:
     return _comparison("eq", a, b)
 
 
+@public(method=True)
 def ne(a, b) -> Tensor:
     return _comparison("ne", a, b)
 
 
+@public(sf=("lt", "less"), method=("lt", "less"))
 def lt(a, b) -> Tensor:
     return _comparison("lt", a, b)
 
 
+@public(sf=("le", "less_equal"), method=("le", "less_equal"))
 def le(a, b) -> Tensor:
     return _comparison("le", a, b)
 
 
+@public(sf=("gt", "greater"), method=("gt", "greater"))
 def gt(a, b) -> Tensor:
     return _comparison("gt", a, b)
 
 
+@public(sf=("ge", "greater_equal"), method=("ge", "greater_equal"))
 def ge(a, b) -> Tensor:
     return _comparison("ge", a, b)
 
@@ -162,34 +174,42 @@ greater, greater_equal, less, less_equal, equal_elementwise = gt, ge, lt, le, eq
 not_equal = ne
 
 
+@public(method=True)
 def logical_and(a, b) -> Tensor:
     return apply(LogicalAnd(), _as_operand(a), _as_operand(b, a))
 
 
+@public(method=True)
 def logical_or(a, b) -> Tensor:
     return apply(LogicalOr(), _as_operand(a), _as_operand(b, a))
 
 
+@public(method=True)
 def logical_xor(a, b) -> Tensor:
     return apply(LogicalXor(), _as_operand(a), _as_operand(b, a))
 
 
+@public(method=True)
 def logical_not(x: Tensor) -> Tensor:
     return apply(LogicalNot(), x)
 
 
+@public(method=True)
 def isnan(x: Tensor) -> Tensor:
     return apply(IsNan(), x)
 
 
+@public(method=True)
 def isinf(x: Tensor) -> Tensor:
     return apply(IsInf(), x)
 
 
+@public(method=True)
 def isfinite(x: Tensor) -> Tensor:
     return apply(IsFinite(), x)
 
 
+@public()
 def where(condition: Tensor, input, other) -> Tensor:
     """input where condition holds, else other (numbers broadcast like 0-d tensors)."""
     like = input if isinstance(input, Tensor) else other

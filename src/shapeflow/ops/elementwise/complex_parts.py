@@ -8,39 +8,44 @@ from __future__ import annotations
 import math
 
 from ... import dtypes as _dt
+from ...dtypes import INT_TO_FLOAT, promote
 from ...tensor import Tensor
 from ..base import Op, apply
+from ..registry import public
 from .casts import cast
 
-METHODS = ("conj", "conj_physical", "resolve_conj", "resolve_neg", "angle", "isreal")
-__all__ = ["real", *METHODS]
 
-
+@public()
 def real(input: Tensor) -> Tensor:  # noqa: A002
     """The real part: input itself for a real tensor."""
     return input
 
 
+@public(method=True)
 def conj(input: Tensor) -> Tensor:  # noqa: A002
     """The complex conjugate: input itself for a real tensor."""
     return input
 
 
+@public(method=True)
 def resolve_conj(input: Tensor) -> Tensor:  # noqa: A002
     """input with a lazy conjugation applied: input itself (shapeflow conjugates nothing lazily)."""
     return input
 
 
+@public(method=True)
 def resolve_neg(input: Tensor) -> Tensor:  # noqa: A002
     """input with a lazy negation applied: input itself (shapeflow negates nothing lazily)."""
     return input
 
 
+@public(method=True)
 def conj_physical(input: Tensor) -> Tensor:  # noqa: A002
     """The conjugate as a new tensor: a copy of a real tensor (differentiable)."""
     return input.clone()
 
 
+@public(method=True)
 def isreal(input: Tensor) -> Tensor:  # noqa: A002
     """Whether each element is real (imaginary part 0): all True for a real tensor."""
     from ...factories import ones
@@ -52,9 +57,10 @@ class Angle(Op):
     """The argument of a real number: pi below 0, else 0; NaN stays NaN; gradient zero."""
 
     name = "angle"
+    promotion = INT_TO_FLOAT
 
     def infer(self, x):
-        self.dt = x.dtype if x.dtype.is_floating_point else _dt.get_default_dtype()
+        self.dt = promote(self.promotion, x)
         return x.shape, self.dt
 
     def forward(self, x):
@@ -68,6 +74,7 @@ class Angle(Op):
         return (g * 0.0,)  # angle is constant on either side of 0 (PyTorch's gradient)
 
 
+@public(method=True)
 def angle(input: Tensor) -> Tensor:  # noqa: A002
     """The elementwise argument (angle in radians) of a real tensor: 0 or pi."""
     if input.dtype is _dt.bool_:

@@ -6,11 +6,9 @@ from __future__ import annotations
 from ...errors import DTypeNotImplementedError
 from ...tensor import Tensor, describe
 from ..base import apply
+from ..registry import public
 from ._common import _as_operand
 from .binary import Binary
-
-METHODS = ("gcd", "lcm")
-__all__ = list(METHODS)
 
 
 class _IntegerBinary(Binary):
@@ -18,7 +16,7 @@ class _IntegerBinary(Binary):
 
     def infer(self, a, b):
         shape, dt = Binary.infer(self, a, b)
-        if dt.category != 1:  # floats and bools have no divisors
+        if not dt.is_integer:  # floats and bools have no divisors
             raise DTypeNotImplementedError(
                 f"{self.name}: not implemented for {dt}", op=self.name,
                 operands=[("input", describe(a)), ("other", describe(b))],
@@ -40,11 +38,13 @@ class Lcm(_IntegerBinary):
         return self.device.xp.lcm(a, b)
 
 
+@public(method=True)
 def gcd(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     """The greatest common divisor of input and other, elementwise."""
     return apply(Gcd(), input, _as_operand(other, input))
 
 
+@public(method=True)
 def lcm(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     """The least common multiple of input and other, elementwise."""
     return apply(Lcm(), input, _as_operand(other, input))

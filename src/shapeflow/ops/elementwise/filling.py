@@ -7,12 +7,11 @@ from ... import dtypes as _dt
 from ...errors import ShapeRuntimeError
 from ...tensor import Tensor, describe
 from ..inplace import zero_ as _zero_
+from ..registry import public
 from .casts import cast
 
-METHODS = ()
-__all__ = ["fill", "zero_", "scalar_tensor"]
 
-
+@public()
 def fill(input: Tensor, value) -> Tensor:  # noqa: A002
     """A new tensor of input's shape and dtype holding value (a number or a 0-d tensor,
     whose gradient is the sum of the output's; input gets none, as its values are gone)."""
@@ -28,11 +27,13 @@ def fill(input: Tensor, value) -> Tensor:  # noqa: A002
     return full(tuple(input.shape), value, dtype=input.dtype, device=input.device)
 
 
+@public()
 def zero_(input: Tensor) -> Tensor:  # noqa: A002
     """Fill input with zeros in place and return it (torch.zero_)."""
     return _zero_(input)
 
 
+@public()
 def scalar_tensor(s, *, dtype=None, device=None, requires_grad: bool = False,
                   layout=None, pin_memory: bool = False) -> Tensor:
     """A 0-d tensor holding s; the default float dtype unless dtype is given (as PyTorch,

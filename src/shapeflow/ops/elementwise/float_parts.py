@@ -14,11 +14,9 @@ from ... import dtypes as _dt
 from ...errors import DTypeError, DTypeNotImplementedError
 from ...tensor import Tensor, describe
 from ..base import Op, apply
+from ..registry import public
 from ._common import _as_operand
 from .binary import Binary, mul, pow
-
-METHODS = ("frexp", "ldexp", "nextafter", "heaviside")
-__all__ = list(METHODS)
 
 # torch.return_types.frexp: a tuple with .mantissa and .exponent
 FrexpResult = namedtuple("frexp", ["mantissa", "exponent"])
@@ -47,6 +45,7 @@ class Exponent(Op):
         return xp.frexp(wide)[1].astype(xp.int32)
 
 
+@public(method=True)
 def frexp(input: Tensor) -> FrexpResult:  # noqa: A002
     """(mantissa, exponent) with input = mantissa * 2**exponent, 0.5 <= |mantissa| < 1."""
     exponent = apply(Exponent(), input)
@@ -55,6 +54,7 @@ def frexp(input: Tensor) -> FrexpResult:  # noqa: A002
     return FrexpResult(input / scale, exponent)
 
 
+@public(method=True)
 def ldexp(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     """input * 2**other (integers give the default float dtype), as PyTorch computes it."""
     other = _as_operand(other, input if isinstance(input, Tensor) else None)
@@ -81,6 +81,7 @@ class NextAfter(Binary):
         return g, None  # a step of one ulp: PyTorch passes the gradient through to input
 
 
+@public(method=True)
 def nextafter(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     """The next representable float after input towards other, elementwise."""
     other = _as_operand(other, input)
@@ -109,6 +110,7 @@ class Heaviside(Binary):
                         else xp.where(xp.isnan(x), x, (x > 0).astype(x.dtype)))
 
 
+@public(method=True)
 def heaviside(input: Tensor, values: Tensor) -> Tensor:  # noqa: A002
     """The Heaviside step of input, values where input is 0."""
     return apply(Heaviside(), input, _as_operand(values, input))

@@ -12,14 +12,10 @@ from ... import dtypes as _dt
 from ...errors import ArgumentError, DTypeError, DTypeNotImplementedError, IntegerDivisionError
 from ...tensor import Tensor, describe
 from ..base import X0, X1, Op, apply
+from ..registry import public
 from ._common import _NUMBER, _as_operand
 from .binary import Binary, _int_zero_check, _no_bool
 from .scalar import ScalarOp
-
-METHODS = ("bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
-           "bitwise_right_shift", "fmod")
-__all__ = [*METHODS, "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot", "BitwiseLeftShift",
-           "BitwiseRightShift", "Fmod", "FmodScalar", "TruncDivide", "invert"]
 
 
 def _not_for_floats(op: str, x) -> None:
@@ -41,8 +37,8 @@ class _IntBinary(Binary):
 
     def infer(self, a, b):
         shape, dt = Binary.infer(self, a, b)
-        if dt.category == 2 or (dt is _dt.bool_ and self.shift):
-            _not_for_floats(self.name, a if a.dtype.category == 2 else b)
+        if dt.is_floating_point or (dt is _dt.bool_ and self.shift):
+            _not_for_floats(self.name, a if a.dtype.is_floating_point else b)
         return shape, dt
 
 
@@ -54,7 +50,7 @@ class _IntScalar(ScalarOp):
 
     def infer(self, x):
         shape, dt = ScalarOp.infer(self, x)
-        if dt.category == 2 or (dt is _dt.bool_ and self.shift):
+        if dt.is_floating_point or (dt is _dt.bool_ and self.shift):
             _not_for_floats(self.name, x)
         return shape, dt
 
@@ -124,16 +120,19 @@ def _int_binary(ops, a, b) -> Tensor:
                      f"{type(a).__name__} and {type(b).__name__}", op=tensor_op.name)
 
 
+@public(method=True)
 def bitwise_and(input, other) -> Tensor:
     """Bitwise AND of integers, logical AND of bools (`&`)."""
     return _int_binary((BitwiseAnd, BitwiseAndScalar, _RAnd), input, other)
 
 
+@public(method=True)
 def bitwise_or(input, other) -> Tensor:
     """Bitwise OR of integers, logical OR of bools (`|`)."""
     return _int_binary((BitwiseOr, BitwiseOrScalar, _ROr), input, other)
 
 
+@public(method=True)
 def bitwise_xor(input, other) -> Tensor:
     """Bitwise XOR of integers, logical XOR of bools (`^`)."""
     return _int_binary((BitwiseXor, BitwiseXorScalar, _RXor), input, other)
@@ -143,11 +142,13 @@ def _shift(ops, input, other) -> Tensor:
     return _int_binary(ops, input, other)
 
 
+@public(method=True)
 def bitwise_left_shift(input, other) -> Tensor:
     """input * 2**other on integers (`<<`); shifts past the width give 0."""
     return _shift((BitwiseLeftShift, LeftShiftScalar, RLeftShiftScalar), input, other)
 
 
+@public(method=True)
 def bitwise_right_shift(input, other) -> Tensor:
     """Arithmetic right shift on integers (`>>`); past the width gives the sign fill."""
     return _shift((BitwiseRightShift, RightShiftScalar, RRightShiftScalar), input, other)
@@ -158,7 +159,7 @@ class BitwiseNot(Op):
     differentiable = False
 
     def infer(self, x):
-        if x.dtype.category == 2:
+        if x.dtype.is_floating_point:
             _not_for_floats(self.name, x)
         return x.shape, x.dtype
 
@@ -166,6 +167,7 @@ class BitwiseNot(Op):
         return self.device.xp.invert(x)  # logical not on bools
 
 
+@public(method=True)
 def bitwise_not(input: Tensor) -> Tensor:
     """Bitwise NOT of integers (-x - 1), logical NOT of bools."""
     return apply(BitwiseNot(), input)
@@ -173,7 +175,7 @@ def bitwise_not(input: Tensor) -> Tensor:
 
 def invert(input: Tensor) -> Tensor:
     """`~x`: PyTorch raises TypeError on a float tensor (bitwise_not raises RuntimeError)."""
-    if input.dtype.category == 2:
+    if input.dtype.is_floating_point:
         raise DTypeError(
             f"~ (operator.invert) is only implemented on integer and bool tensors, got "
             f"{input.dtype}", op="invert", operands=[("input", describe(input))],
@@ -214,7 +216,7 @@ class FmodScalar(ScalarOp):
         shape, dt = ScalarOp.infer(self, x)
         if dt is _dt.bool_:
             raise DTypeNotImplementedError("fmod: not implemented for bool", op="fmod")
-        if dt.category < 2 and self.c == 0:
+        if not dt.is_floating_point and self.c == 0:
             raise IntegerDivisionError("fmod: integer division by zero", op="fmod")
         return shape, dt
 
@@ -239,6 +241,7 @@ def _operands(op: Binary, a, b):
     return a, b
 
 
+@public(method=True)
 def fmod(input, other) -> Tensor:
     """C's truncated remainder: input - trunc(input / other) * other (sign of input)."""
     if isinstance(input, Tensor) and isinstance(other, _NUMBER):
@@ -282,9 +285,8 @@ def div(input, other, rounding_mode: str | None = None) -> Tensor:
                             f"'floor' but found {rounding_mode!r}", op="div")
     a = _as_operand(input, other if isinstance(other, Tensor) else None)
     b = _as_operand(other, a)
-    if a.dtype.category == 2 or b.dtype.category == 2:
+    if a.dtype.is_floating_point or b.dtype.is_floating_point:
         from .unary import trunc
 
         return trunc(B.div(a, b))
     return apply(TruncDivide(), a, b)
-

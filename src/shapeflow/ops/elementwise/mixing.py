@@ -12,8 +12,9 @@ from ...shape import broadcast_shapes
 from ...tensor import Tensor, describe
 from ..base import OUT, X0, X1, X2, Op, apply
 from ..inplace import inplace_method as _inplace
+from ..registry import public
 from ._common import _as_operand
-from .binary import Binary
+from .binary import FloatBinary
 from .bounds import Clamp
 from .bounds import clamp as _clamp_numbers
 from .compare import logical_and, logical_or, where
@@ -22,17 +23,6 @@ from .unary import exp
 
 _KEEP_ALL = (X0, X1, OUT)
 _KEEP_X0_X1 = (X0, X1)
-
-
-class FloatBinary(Binary):
-    """A binary op whose result is floating point (integers give the default float)."""
-
-    def infer(self, a, b):
-        shape, dt = Binary.infer(self, a, b)
-        if not dt.is_floating_point:
-            dt = self.compute = _dt.default_float
-            self.cast, self.plain = True, False
-        return shape, dt
 
 
 class Hypot(FloatBinary):
@@ -126,7 +116,6 @@ class Lerp(Op):
         return gs, ge, gw
 
 
-
 class ClampTensor(Op):
     """min(max(x, lo), hi) with tensor bounds (either may be absent): PyTorch's gradients
     (x where lo <= x <= hi, lo where x < lo < hi, hi where x > hi or hi < lo)."""
@@ -186,6 +175,7 @@ class ClampTensor(Op):
         return tuple(grads)
 
 
+@public(method=True)
 def clamp(x: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
     """x limited to [min, max]; the bounds are numbers or tensors (broadcast)."""
     if not isinstance(min, Tensor) and not isinstance(max, Tensor):
@@ -197,14 +187,16 @@ def clamp(x: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
     return apply(ClampTensor(min is not None, max is not None), x, *bounds)
 
 
-clip = clamp
+clip = public(sf="clip", method="clip")(clamp)
 
 
+@public(method=True)
 def clamp_min(x: Tensor, min) -> Tensor:  # noqa: A002
     """x limited below by min."""
     return clamp(x, min=min)
 
 
+@public(method=True)
 def clamp_max(x: Tensor, max) -> Tensor:  # noqa: A002
     """x limited above by max."""
     return clamp(x, max=max)
@@ -216,29 +208,34 @@ def _pair(op_class, a, b) -> Tensor:
     return apply(op_class(), a, b)
 
 
+@public(method=True)
 def hypot(a: Tensor, b: Tensor) -> Tensor:
     """sqrt(a^2 + b^2) without overflow."""
     return _pair(Hypot, a, b)
 
 
+@public(method=True)
 def atan2(a: Tensor, b: Tensor) -> Tensor:
     """The angle of the point (b, a): arctan(a / b) in the right quadrant."""
     return _pair(Atan2, a, b)
 
 
-arctan2 = atan2
+arctan2 = public(sf="arctan2", method="arctan2")(atan2)
 
 
+@public(method=True)
 def logaddexp(a: Tensor, b: Tensor) -> Tensor:
     """log(exp(a) + exp(b)) without overflow."""
     return _pair(LogAddExp, a, b)
 
 
+@public(method=True)
 def logaddexp2(a: Tensor, b: Tensor) -> Tensor:
     """log2(2^a + 2^b) without overflow."""
     return _pair(LogAddExp2, a, b)
 
 
+@public(method=True)
 def lerp(start: Tensor, end: Tensor, weight) -> Tensor:
     """start + weight * (end - start); weight a number or a tensor (broadcast)."""
     if not isinstance(weight, Tensor):  # a number keeps its precision (float64's 0.4)
@@ -248,12 +245,14 @@ def lerp(start: Tensor, end: Tensor, weight) -> Tensor:
     return apply(Lerp(), start, end, weight)
 
 
+@public(method=True)
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, value=1) -> Tensor:  # noqa: A002
     """input + value * tensor1 * tensor2."""
     prod = tensor1 * tensor2
     return input + (prod * value if value != 1 else prod)
 
 
+@public(method=True)
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, value=1) -> Tensor:  # noqa: A002
     """input + value * tensor1 / tensor2 (floating point tensors only, as in PyTorch)."""
     for name, t in (("tensor1", tensor1), ("tensor2", tensor2)):
@@ -266,22 +265,14 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, value=1) -> Tensor:
     return input + (quot * value if value != 1 else quot)
 
 
-
-lerp_ = _inplace("lerp_", lerp)
-hypot_ = _inplace("hypot_", hypot)
-atan2_ = _inplace("atan2_", atan2)
-arctan2_ = _inplace("arctan2_", atan2)
-fmod_ = _inplace("fmod_", fmod)
-addcmul_ = _inplace("addcmul_", addcmul)
-addcdiv_ = _inplace("addcdiv_", addcdiv)
-clamp_ = _inplace("clamp_", clamp)
-clip_ = _inplace("clip_", clamp)
-clamp_min_ = _inplace("clamp_min_", clamp_min)
-clamp_max_ = _inplace("clamp_max_", clamp_max)
-
-FUNCTIONS = ("lerp", "hypot", "atan2", "arctan2", "logaddexp", "logaddexp2", "fmod",
-             "addcmul", "addcdiv", "clamp", "clip", "clamp_min", "clamp_max")
-INPLACE = ("lerp_", "hypot_", "atan2_", "arctan2_", "fmod_", "addcmul_", "addcdiv_",
-           "clamp_", "clip_", "clamp_min_", "clamp_max_")
-METHODS = FUNCTIONS + INPLACE
-__all__ = [*FUNCTIONS, "clamp_", "clip_", "clamp_min_", "clamp_max_"]
+lerp_ = public(sf=False, method=True)(_inplace("lerp_", lerp))
+hypot_ = public(sf=False, method=True)(_inplace("hypot_", hypot))
+atan2_ = public(sf=False, method=True)(_inplace("atan2_", atan2))
+arctan2_ = public(sf=False, method=True)(_inplace("arctan2_", atan2))
+fmod_ = public(sf=False, method=True)(_inplace("fmod_", fmod))
+addcmul_ = public(sf=False, method=True)(_inplace("addcmul_", addcmul))
+addcdiv_ = public(sf=False, method=True)(_inplace("addcdiv_", addcdiv))
+clamp_ = public()(_inplace("clamp_", clamp))  # sf.clamp_; t.clamp_() is _methods.py's
+clip_ = public(method=True)(_inplace("clip_", clamp))
+clamp_min_ = public(method=True)(_inplace("clamp_min_", clamp_min))
+clamp_max_ = public(method=True)(_inplace("clamp_max_", clamp_max))

@@ -14,6 +14,7 @@ from ...device import meta
 from ...errors import DTypeError
 from ...tensor import Tensor, describe
 from ..base import apply
+from ..registry import public
 from ._common import _as_operand
 from .binary import mul, pow
 from .casts import cast
@@ -39,16 +40,19 @@ def _nan_pick(a, b, op: str, keep_a) -> Tensor:
     return where(logical_or(keep_a(a, b), isnan(b)), a, b)
 
 
+@public(method=True)
 def fmax(a: Tensor, b: Tensor) -> Tensor:
     """The larger of a and b, elementwise; a NaN loses to a number (NaN only if both are)."""
     return _nan_pick(a, b, "fmax", ge)
 
 
+@public(method=True)
 def fmin(a: Tensor, b: Tensor) -> Tensor:
     """The smaller of a and b, elementwise; a NaN loses to a number (NaN only if both are)."""
     return _nan_pick(a, b, "fmin", le)
 
 
+@public(method=True)
 def float_power(a, b) -> Tensor:
     """a ** b computed in double precision (float64 result)."""
     def double(t):
@@ -65,21 +69,25 @@ def _to_float(x: Tensor) -> Tensor:
     return x if x.dtype.is_floating_point else cast(x, _dt.get_default_dtype())
 
 
+@public(method=True)
 def deg2rad(x: Tensor) -> Tensor:
     """Degrees to radians, elementwise (integers become the default float dtype)."""
     return mul(_to_float(x), math.pi / 180)
 
 
+@public(method=True)
 def rad2deg(x: Tensor) -> Tensor:
     """Radians to degrees, elementwise (integers become the default float dtype)."""
     return mul(_to_float(x), 180 / math.pi)
 
 
+@public(method=True)
 def sgn(x: Tensor) -> Tensor:
     """sign(x) (for real tensors: -1, 0 or 1, and 0 for NaN as in PyTorch)."""
     return where(isnan(x), 0, sign(x)) if x.dtype.is_floating_point else sign(x)
 
 
+@public(method=True)
 def positive(x: Tensor) -> Tensor:
     """x itself (unary +); an error for bool, as in PyTorch."""
     if x.dtype is _dt.bool_:
@@ -88,21 +96,25 @@ def positive(x: Tensor) -> Tensor:
     return x
 
 
+@public(method=True)
 def isneginf(x: Tensor) -> Tensor:
     """Whether each element is -inf (bool)."""
     return logical_and(isinf(x), lt(x, 0))
 
 
+@public(method=True)
 def isposinf(x: Tensor) -> Tensor:
     """Whether each element is +inf (bool)."""
     return logical_and(isinf(x), gt(x, 0))
 
 
+@public(method=True)
 def signbit(x: Tensor) -> Tensor:
     """Whether each element's sign bit is set (true for -0.0 too; bool)."""
     return apply(SignBit(), x)
 
 
+@public(method=True)
 def isin(elements, test_elements, *, assume_unique: bool = False,
          invert: bool = False) -> Tensor:
     """Whether each of elements is among test_elements (bool, elements' shape)."""
@@ -116,8 +128,3 @@ def isin(elements, test_elements, *, assume_unique: bool = False,
     xp = e.device.xp
     out = xp.isin(e._data, t._data, assume_unique=assume_unique, invert=invert)
     return Tensor._make(xp.asarray(out), tuple(e.shape), _dt.bool_, e.device)
-
-
-METHODS = ("fmax", "fmin", "float_power", "deg2rad", "rad2deg", "sgn", "positive", "isneginf",
-           "isposinf", "signbit", "isin")
-__all__ = list(METHODS)

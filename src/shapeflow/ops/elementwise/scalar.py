@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from ... import dtypes as _dt
-from ...dtypes import DType, promote_types, result_type
+from ...dtypes import DEFAULT, INT_TO_FLOAT, DType, promote, promote_types, result_type
 from ..base import OUT, X0, Op
 
 _BOOL_NP = _dt.bool_.np
@@ -21,6 +21,7 @@ class ScalarOp(Op):
     """x (op) c for a Python number c: no broadcasting, PyTorch's scalar promotion."""
 
     ufunc: str | None = None  # the array-namespace function computing it, by name
+    promotion = DEFAULT
 
     def __init__(self, c) -> None:
         self.c = c
@@ -30,6 +31,7 @@ class ScalarOp(Op):
         return x.shape, self.dt
 
     def out_dtype(self, dt: DType) -> DType:
+        """The result dtype from the promoted dt: DEFAULT's, dt itself."""
         return dt
 
     def forward(self, x):
@@ -67,9 +69,9 @@ def scalar_result_type(dt: DType, c) -> DType:
     """A tensor of dtype dt with a Python number: the number widens only across categories."""
     tc = type(c)
     if tc is float:
-        return dt if dt.category == 2 else _dt.default_float
+        return dt if dt.is_floating_point else _dt.default_float
     if tc is int:
-        return dt if dt.category >= 1 else _dt.default_int
+        return _dt.default_int if dt.is_bool else dt
     if tc is bool:
         return dt
     return promote_types(dt, result_type(c))
@@ -140,8 +142,11 @@ class MulScalar(ScalarOp):
 
 
 class _FloatScalar(_Quiet):
+    promotion = INT_TO_FLOAT
+
     def out_dtype(self, dt):
-        return dt if dt.is_floating_point else _dt.default_float
+        # floats are kept: promote() (a call) only for the rest
+        return dt if dt.is_floating_point else promote(self.promotion, dt)
 
 
 class DivScalar(_FloatScalar):
@@ -179,7 +184,7 @@ class PowScalar(_Quiet):
 
     def infer(self, x):
         shape, dt = ScalarOp.infer(self, x)
-        if dt.category < 2 and type(self.c) is int and self.c < 0:
+        if not dt.is_floating_point and type(self.c) is int and self.c < 0:
             from ...errors import DTypeRuntimeError
 
             raise DTypeRuntimeError("Integers to negative integer powers are not allowed.",
@@ -209,13 +214,10 @@ class PowScalar(_Quiet):
         return (g * (x ** (c - 1)) * c,)
 
 
-class RPowScalar(_FloatScalar):
+class RPowScalar(_Quiet):
     name = "rpow"
     ufunc = "power"
     quiet = _number_first
-
-    def out_dtype(self, dt):
-        return dt
 
     def saved(self, x, out):
         return (OUT,)
@@ -240,8 +242,8 @@ class _IntDivScalar(_Quiet):
 
     def infer(self, x):
         shape, dt = ScalarOp.infer(self, x)
-        if dt.category < 2:
-            if dt.category == 0:
+        if not dt.is_floating_point:
+            if dt.is_bool:
                 from ...errors import DTypeNotImplementedError
 
                 raise DTypeNotImplementedError(f"{self.name}: not implemented for bool",

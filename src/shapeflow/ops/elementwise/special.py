@@ -9,13 +9,13 @@ from __future__ import annotations
 import math
 import sys
 
-from ... import dtypes as _dt
 from ...tensor import Tensor
 from ..base import OUT, X0, X1, Op, apply
 from ..inplace import inplace_method as _inplace
+from ..registry import public
 from . import special_kernels as K
-from ._common import _NUMBER, _as_operand, _float_dtype
-from .binary import Binary
+from ._common import _NUMBER, _as_operand
+from .binary import FloatBinary
 from .compare import isfinite, where
 from .unary import Unary, cos, exp, sin
 
@@ -30,9 +30,9 @@ class Special(Unary):
     namespace xp."""
 
     def infer(self, x):
-        dt = _float_dtype(x)
+        shape, dt = Unary.infer(self, x)
         self.out_np = dt.np
-        return x.shape, dt
+        return shape, dt
 
     def saved(self, x, out):
         return (X0,)
@@ -167,17 +167,10 @@ class NanToNum(Op):
         return (g * isfinite(x),)
 
 
-class Xlogy(Binary):
+class Xlogy(FloatBinary):
     """x * log(y), 0 where x == 0 (even where log(y) is inf); NaN y stays NaN."""
 
     name = "xlogy"
-
-    def infer(self, a, b):
-        shape, dt = Binary.infer(self, a, b)
-        if not dt.is_floating_point:
-            dt = self.compute = _dt.default_float
-            self.cast = True
-        return shape, dt
 
     def saved(self, a, b, out):
         return (X0, X1)
@@ -198,42 +191,49 @@ class Xlogy(Binary):
         return ga, gb
 
 
-
+@public(method=True)
 def erf(x: Tensor) -> Tensor:
     """The error function, 2/sqrt(pi) * integral of exp(-t^2) from 0 to x."""
     return apply(Erf(), x)
 
 
+@public(method=True)
 def erfc(x: Tensor) -> Tensor:
     """1 - erf(x), accurate where erf(x) is near 1."""
     return apply(Erfc(), x)
 
 
+@public(method=True)
 def erfinv(x: Tensor) -> Tensor:
     """The inverse of erf on [-1, 1]."""
     return apply(Erfinv(), x)
 
 
+@public(method=True)
 def lgamma(x: Tensor) -> Tensor:
     """log |Gamma(x)|."""
     return apply(Lgamma(), x)
 
 
+@public(method=True)
 def digamma(x: Tensor) -> Tensor:
     """The logarithmic derivative of Gamma, lgamma's gradient."""
     return apply(Digamma(), x)
 
 
+@public(method=True)
 def sinc(x: Tensor) -> Tensor:
     """The normalized sinc, sin(pi x) / (pi x), 1 at 0."""
     return apply(Sinc(), x)
 
 
+@public(method=True)
 def logit(x: Tensor, eps: float | None = None) -> Tensor:
     """log(x / (1 - x)), the inverse of sigmoid."""
     return apply(Logit(eps), x)
 
 
+@public(method=True)
 def nan_to_num(x: Tensor, nan: float = 0.0, posinf: float | None = None,
                neginf: float | None = None) -> Tensor:
     """NaN, +inf and -inf replaced by nan, posinf and neginf (the dtype's largest finite
@@ -241,6 +241,7 @@ def nan_to_num(x: Tensor, nan: float = 0.0, posinf: float | None = None,
     return apply(NanToNum(nan, posinf, neginf), x)
 
 
+@public(method=True)
 def xlogy(x, y) -> Tensor:
     """x * log(y), 0 where x == 0; either may be a number."""
     if not isinstance(x, Tensor):
@@ -250,19 +251,13 @@ def xlogy(x, y) -> Tensor:
     return apply(Xlogy(), x, y)
 
 
-
-erf_ = _inplace("erf_", erf)
-erfc_ = _inplace("erfc_", erfc)
-erfinv_ = _inplace("erfinv_", erfinv)
-lgamma_ = _inplace("lgamma_", lgamma)
-digamma_ = _inplace("digamma_", digamma)
-sinc_ = _inplace("sinc_", sinc)
-logit_ = _inplace("logit_", logit)
-nan_to_num_ = _inplace("nan_to_num_", nan_to_num)
-xlogy_ = _inplace("xlogy_", xlogy)
-
-FUNCTIONS = ("erf", "erfc", "erfinv", "lgamma", "digamma", "sinc", "logit", "nan_to_num",
-             "xlogy")
-METHODS = FUNCTIONS + tuple(f + "_" for f in FUNCTIONS)
-# the in-place ones torch has as functions too (torch.erf_, but no torch.erfinv_)
-__all__ = [*FUNCTIONS, "erf_", "erfc_", "sinc_", "logit_", "nan_to_num_", "xlogy_"]
+# in place; torch has some as functions too (torch.erf_, but no torch.erfinv_: sf=False)
+erf_ = public(method=True)(_inplace("erf_", erf))
+erfc_ = public(method=True)(_inplace("erfc_", erfc))
+erfinv_ = public(sf=False, method=True)(_inplace("erfinv_", erfinv))
+lgamma_ = public(sf=False, method=True)(_inplace("lgamma_", lgamma))
+digamma_ = public(sf=False, method=True)(_inplace("digamma_", digamma))
+sinc_ = public(method=True)(_inplace("sinc_", sinc))
+logit_ = public(method=True)(_inplace("logit_", logit))
+nan_to_num_ = public(method=True)(_inplace("nan_to_num_", nan_to_num))
+xlogy_ = public(method=True)(_inplace("xlogy_", xlogy))

@@ -10,16 +10,11 @@ import math
 
 from ...tensor import Tensor
 from ..base import OUT, X0, apply
+from ..registry import public
 from ._common import _as_operand
-from .binary import Binary
+from .binary import FloatBinary
 from .compare import where, zeros_scalar_like
 from .unary import Unary
-
-METHODS = ("tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "log2",
-           "log10", "exp2", "frac", "copysign", "arcsin", "arccos", "arctan", "arcsinh",
-           "arccosh", "arctanh")
-__all__ = [*METHODS, "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh",
-           "Log2", "Log10", "Exp2", "Frac", "Copysign"]
 
 
 class _Quiet(Unary):
@@ -169,7 +164,7 @@ class Frac(_Quiet):
         return x - self.device.xp.trunc(x)
 
     def infer(self, x):
-        if x.dtype.category != 2:
+        if not x.dtype.is_floating_point:
             from ...errors import DTypeNotImplementedError
 
             raise DTypeNotImplementedError(f"frac: not implemented for {x.dtype}", op="frac")
@@ -179,19 +174,10 @@ class Frac(_Quiet):
         return (g,)
 
 
-class Copysign(Binary):
+class Copysign(FloatBinary):
     """|a| with the sign of b (its sign bit: -0.0 counts as negative); floats only out."""
 
     name = "copysign"
-
-    def infer(self, a, b):
-        shape, dt = Binary.infer(self, a, b)
-        if dt.category != 2:
-            from ... import dtypes as _dt
-
-            dt = self.compute = _dt.default_float
-            self.cast, self.plain = True, False
-        return shape, dt
 
     def saved(self, a, b, out):
         return (X0, OUT) if a.requires_grad else ()
@@ -224,8 +210,14 @@ sinh, cosh, asinh, acosh, atanh = (_unary(Sinh), _unary(Cosh), _unary(Asinh), _u
                                    _unary(Atanh))
 log2, log10, exp2, frac = _unary(Log2), _unary(Log10), _unary(Exp2), _unary(Frac)
 arcsin, arccos, arctan, arcsinh, arccosh, arctanh = asin, acos, atan, asinh, acosh, atanh
+for _fn in (tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh, log2, log10, exp2, frac):
+    public(method=True)(_fn)  # sf.tan and t.tan(), ...
+for _alias, _fn in (("arcsin", asin), ("arccos", acos), ("arctan", atan), ("arcsinh", asinh),
+                    ("arccosh", acosh), ("arctanh", atanh)):
+    public(sf=_alias, method=_alias)(_fn)  # NumPy's names
 
 
+@public(method=True)
 def copysign(input, other) -> Tensor:
     """|input| with the sign of other (a number or a tensor)."""
     a = _as_operand(input, other if isinstance(other, Tensor) else None)

@@ -7,10 +7,12 @@ the op overrides `fn(x)`.
 from __future__ import annotations
 
 from ... import dtypes as _dt
+from ...dtypes import COMPLEX_TO_FLOAT, DEFAULT, INT_TO_FLOAT, promote
 from ...errors import DTypeError
 from ...tensor import Tensor, describe
 from ..base import OUT, OUT_ACT, X0, Op, apply
-from ._common import _float_dtype, refuse_dtype
+from ..registry import public
+from ._common import refuse_dtype
 from .scalar import PowScalar, RDivScalar
 
 _F32_NP = _dt.float32.np
@@ -20,9 +22,12 @@ class Unary(Op):
     """A float-valued unary op: the output has the input's shape and (float) dtype."""
 
     ufunc: str | None = None  # the array-namespace function computing it, by name
+    promotion = INT_TO_FLOAT  # torch.exp(int tensor) is float32
 
     def infer(self, x):
-        return x.shape, _float_dtype(x)
+        dt = x.dtype
+        # every kind but ALWAYS_BOOL keeps a float: promote() (a call) only for the others
+        return x.shape, dt if dt.is_floating_point else promote(self.promotion, dt)
 
     def forward(self, x):
         dt = x.dtype
@@ -42,6 +47,7 @@ class Unary(Op):
 
 class Neg(Op):
     name = "neg"
+    promotion = DEFAULT
 
     def infer(self, x):
         if x.dtype is _dt.bool_:
@@ -58,6 +64,7 @@ class Neg(Op):
 
 class Abs(Op):
     name = "abs"
+    promotion = COMPLEX_TO_FLOAT
 
     def infer(self, x):
         if x.dtype is _dt.bool_:
@@ -77,6 +84,7 @@ class Abs(Op):
 
 class Sign(Op):
     name = "sign"
+    promotion = DEFAULT
 
     def infer(self, x):
         return x.shape, x.dtype
@@ -213,67 +221,82 @@ class Tanh(Unary):
         return (g * (1.0 - out * out),)
 
 
+@public(method=True)
 def neg(x: Tensor) -> Tensor:
     return apply(Neg(), x)
 
 
-negative = neg
+negative = public(sf="negative", method="negative")(neg)
 
 
+@public(method=True)
 def abs(x: Tensor) -> Tensor:  # noqa: A001
     return apply(Abs(), x)
 
 
+@public(method=True)
 def sign(x: Tensor) -> Tensor:
     return apply(Sign(), x)
 
 
+@public(method=True)
 def exp(x: Tensor) -> Tensor:
     return apply(Exp(), x)
 
 
+@public(method=True)
 def log(x: Tensor) -> Tensor:
     return apply(Log(), x)
 
 
+@public(method=True)
 def log1p(x: Tensor) -> Tensor:
     return apply(Log1p(), x)
 
 
+@public(method=True)
 def expm1(x: Tensor) -> Tensor:
     return apply(Expm1(), x)
 
 
+@public(method=True)
 def sqrt(x: Tensor) -> Tensor:
     return apply(Sqrt(), x)
 
 
+@public(method=True)
 def rsqrt(x: Tensor) -> Tensor:
     return apply(Rsqrt(), x)
 
 
+@public(method=True)
 def sin(x: Tensor) -> Tensor:
     return apply(Sin(), x)
 
 
+@public(method=True)
 def cos(x: Tensor) -> Tensor:
     return apply(Cos(), x)
 
 
+@public(method=True, functional=True)
 def tanh(x: Tensor) -> Tensor:
     return apply(Tanh(), x)
 
 
+@public(method=True)
 def square(x: Tensor) -> Tensor:
     return apply(PowScalar(2), x)
 
 
+@public(method=True)
 def reciprocal(x: Tensor) -> Tensor:
     return apply(RDivScalar(1.0), x)
 
 
 class _Rounding(Op):
     differentiable = True
+    promotion = DEFAULT
 
     def infer(self, x):
         if x.dtype is _dt.bool_:
@@ -293,14 +316,17 @@ Round = type("Round", (_Rounding,), {"name": "round", "ufunc": "round"})
 Trunc = type("Trunc", (_Rounding,), {"name": "trunc", "ufunc": "trunc"})
 
 
+@public(method=True)
 def floor(x: Tensor) -> Tensor:
     return apply(Floor(), x)
 
 
+@public(method=True)
 def ceil(x: Tensor) -> Tensor:
     return apply(Ceil(), x)
 
 
+@public(method=True)
 def round(x: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001
     """x rounded half to even, to `decimals` decimal places (negative: left of the point)."""
     if decimals == 0:
@@ -314,6 +340,7 @@ def round(x: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001
     return apply(Round(), x / scale) * scale
 
 
+@public(method=True)
 def trunc(x: Tensor) -> Tensor:
     return apply(Trunc(), x)
 

@@ -5,6 +5,34 @@ One family a module; this package re-exports them, so `ops.movement.X` names sta
 
 from __future__ import annotations
 
+# rearrangements (roll, rot90, tile, repeat_interleave, meshgrid, unfold...) and diagonals
+from .arrange import (  # noqa: F401  (re-exported; the in-place ones: methods only)
+    block_diag,
+    broadcast_tensors,
+    cartesian_prod,
+    expand_as,
+    meshgrid,
+    repeat_interleave,
+    roll,
+    rot90,
+    t,
+    tile,
+    unfold,
+)
+
+# broadcast_shapes and sum_to_size; combinations and unravel_index; unsafe_chunk/split;
+# constant_pad_nd
+from .broadcasting import (  # noqa: F401  (re-exported: importers use these)
+    broadcast_shapes,
+    sum_to_size,
+)
+from .combinatorics import (  # noqa: F401  (re-exported: importers use these)
+    combinations,
+    unravel_index,
+)
+from .constant_pad import (  # noqa: F401  (re-exported: importers use these)
+    constant_pad_nd,
+)
 from .copies import (  # noqa: F401  (re-exported: importers use these)
     Clone,
     Flip,
@@ -18,19 +46,12 @@ from .copies import (  # noqa: F401  (re-exported: importers use these)
     tril,
     triu,
 )
-from .dim_index import (  # noqa: F401  (re-exported: importers use these)
-    IndexAdd,
-    IndexSelect,
-    index_add,
-    index_select,
-)
-from .gather_scatter import (  # noqa: F401  (re-exported: importers use these)
-    Gather,
-    Scatter,
-    ScatterAdd,
-    gather,
-    scatter,
-    scatter_add,
+from .diagonals import (  # noqa: F401  (re-exported: importers use these)
+    diag,
+    diag_embed,
+    diagflat,
+    diagonal,
+    trace,
 )
 from .joins import (  # noqa: F401  (re-exported: importers use these)
     Cat,
@@ -49,6 +70,18 @@ from .padding import (  # noqa: F401  (re-exported: importers use these)
     masked_fill_,
     pad,
 )
+
+# logspace, tril_indices, triu_indices: made from sizes, as PyTorch's factories
+from .ranges import (  # noqa: F401  (re-exported: importers use these)
+    empty_permuted,
+    empty_strided,
+    logspace,
+    tril_indices,
+    triu_indices,
+)
+
+# resize_ and resize_as_ (in place, PyTorch's semantics on a tensor that owns its data)
+from .resize import resize_, resize_as_  # noqa: F401  (resize_: a method only)
 from .slicing import (  # noqa: F401  (re-exported: importers use these)
     Index,
     IndexBackward,
@@ -57,6 +90,30 @@ from .slicing import (  # noqa: F401  (re-exported: importers use these)
     select,
     slice_size,
     unbind,
+)
+
+# NumPy-style stacking and splitting (hstack, tensor_split, atleast_2d, ravel, flipud...)
+from .stacking import (  # noqa: F401  (re-exported: importers use these)
+    atleast_1d,
+    atleast_2d,
+    atleast_3d,
+    column_stack,
+    dsplit,
+    dstack,
+    fliplr,
+    flipud,
+    hsplit,
+    hstack,
+    ravel,
+    reshape_as,  # noqa: F401  (method only)
+    split_with_sizes,
+    tensor_split,
+    vsplit,
+    vstack,
+)
+from .unsafe_splits import (  # noqa: F401  (re-exported: importers use these)
+    unsafe_chunk,
+    unsafe_split,
 )
 from .views import (  # noqa: F401  (re-exported: importers use these)
     Expand,
@@ -80,64 +137,3 @@ from .views import (  # noqa: F401  (re-exported: importers use these)
     unsqueeze,
     view,
 )
-
-METHODS = ("reshape", "view", "expand", "broadcast_to", "permute", "transpose", "unsqueeze",
-           "squeeze", "clone", "contiguous", "flatten", "unflatten", "movedim", "moveaxis",
-           "swapaxes", "swapdims", "narrow", "select", "unbind", "split", "chunk", "repeat",
-           "flip", "tril", "triu", "gather", "scatter_add", "scatter", "index_select",
-           "index_add", "masked_fill", "masked_fill_")
-__all__ = [m for m in METHODS if m != "masked_fill_"] + [
-    "cat", "concat", "concatenate", "stack", "pad"]
-
-# rearrangements (roll, rot90, tile, repeat_interleave, meshgrid, unfold...) and diagonals
-from . import arrange as _arrange  # noqa: E402
-from . import diagonals as _diagonals  # noqa: E402
-from .arrange import *  # noqa: E402, F403
-from .arrange import expand_as, unfold  # noqa: E402, F401  (methods only)
-from .diagonals import *  # noqa: E402, F403
-
-METHODS = METHODS + _arrange.METHODS + _diagonals.METHODS
-__all__ += _arrange.__all__ + _diagonals.__all__
-
-# NumPy-style stacking and splitting (hstack, tensor_split, atleast_2d, ravel, flipud...)
-from . import stacking as _stacking  # noqa: E402
-from .stacking import *  # noqa: E402, F403
-from .stacking import reshape_as  # noqa: E402, F401  (method only)
-
-METHODS = METHODS + _stacking.METHODS
-__all__ += _stacking.__all__
-
-# logspace, tril_indices, triu_indices: made from sizes, as PyTorch's factories
-from . import ranges as _ranges  # noqa: E402
-from .ranges import *  # noqa: E402, F403
-
-__all__ += _ranges.__all__
-
-# as_strided and the ops that write where a view would be (select/slice/diagonal_scatter, put)
-from . import flat_positions as _flat_positions  # noqa: E402
-from .flat_positions import *  # noqa: E402, F403
-
-METHODS = METHODS + _flat_positions.METHODS
-__all__ += _flat_positions.__all__
-
-# broadcast_shapes and sum_to_size; combinations and unravel_index; unsafe_chunk/split;
-# constant_pad_nd
-from . import broadcasting as _broadcasting  # noqa: E402
-from . import combinatorics as _combinatorics  # noqa: E402
-from . import constant_pad as _constant_pad  # noqa: E402
-from . import unsafe_splits as _unsafe_splits  # noqa: E402
-from .broadcasting import *  # noqa: E402, F403
-from .combinatorics import *  # noqa: E402, F403
-from .constant_pad import *  # noqa: E402, F403
-from .unsafe_splits import *  # noqa: E402, F403
-
-METHODS = METHODS + _broadcasting.METHODS + _unsafe_splits.METHODS
-__all__ += (_broadcasting.__all__ + _combinatorics.__all__ + _constant_pad.__all__
-            + _unsafe_splits.__all__)
-
-# resize_ and resize_as_ (in place, PyTorch's semantics on a tensor that owns its data)
-from . import resize as _resize  # noqa: E402
-from .resize import resize_, resize_as_  # noqa: E402, F401  (resize_: a method only)
-
-METHODS = METHODS + _resize.METHODS
-__all__ += _resize.__all__

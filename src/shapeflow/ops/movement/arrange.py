@@ -11,6 +11,7 @@ from ...shape import broadcast_shapes, normalize_dim
 from ...tensor import Tensor, describe
 from .. import meta_layout
 from ..base import Op, apply
+from ..registry import public
 from .copies import flip, repeat
 from .index_arrays import INTP, add_at
 from .joins import _tensor_list, cat, stack
@@ -41,6 +42,7 @@ class Roll(Op):
         return (apply(Roll(tuple(-s for s in self.shifts), self.axes), g),)
 
 
+@public(method=True)
 def roll(x: Tensor, shifts, dims=None) -> Tensor:
     """Shift elements along dims (of the flattened tensor when dims is None), wrapping."""
     shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
@@ -56,6 +58,7 @@ def roll(x: Tensor, shifts, dims=None) -> Tensor:
     return apply(Roll(shifts, dims), x)
 
 
+@public(method=True)
 def rot90(x: Tensor, k: int = 1, dims=(0, 1)) -> Tensor:
     """Rotate by 90 degrees k times in the plane of dims, from the first toward the second."""
     dims = tuple(dims)
@@ -76,6 +79,7 @@ def rot90(x: Tensor, k: int = 1, dims=(0, 1)) -> Tensor:
     return x.clone()
 
 
+@public(method=True)
 def tile(x: Tensor, dims) -> Tensor:
     """Repeat the whole tensor along each dim; dims shorter than x.ndim are padded with 1s."""
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
@@ -135,6 +139,7 @@ class SumGroups(Op):
         return (apply(RepeatInterleave(self.counts, self.d, self.total), gg),)
 
 
+@public(method=True)
 def repeat_interleave(x: Tensor, repeats=None, dim: int | None = None, *,
                       output_size: int | None = None) -> Tensor:
     """Repeat each element `repeats` times (an int, or a 1-D tensor of counts) along dim
@@ -156,7 +161,7 @@ def repeat_interleave(x: Tensor, repeats=None, dim: int | None = None, *,
         x, dim = reshape(x, -1), 0
     d = normalize_dim(dim, x.ndim, "repeat_interleave")
     if isinstance(repeats, Tensor):
-        if repeats.dtype.category != 1:
+        if not repeats.dtype.is_integer:
             raise DTypeError(f"repeat_interleave: repeats must be integers, got {repeats.dtype}",
                              op="repeat_interleave", operands=[("repeats", describe(repeats))])
         if repeats.ndim == 0 or tuple(repeats.shape) == (1,):
@@ -191,6 +196,7 @@ def repeat_interleave(x: Tensor, repeats=None, dim: int | None = None, *,
     return apply(RepeatInterleave(repeats, d, None), x)
 
 
+@public()
 def meshgrid(*tensors, indexing: str = "ij") -> tuple:
     """Coordinate grids from 1-D tensors: 'ij' (matrix) or 'xy' (Cartesian) indexing."""
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
@@ -216,6 +222,7 @@ def meshgrid(*tensors, indexing: str = "ij") -> tuple:
     return tuple(grids)
 
 
+@public()
 def broadcast_tensors(*tensors) -> tuple:
     """The tensors expanded (as views) to their common broadcast shape."""
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
@@ -227,6 +234,7 @@ def broadcast_tensors(*tensors) -> tuple:
     return tuple(expand(t, tuple(shape)) for t in tensors)
 
 
+@public()
 def block_diag(*tensors) -> Tensor:
     """A block-diagonal matrix of the tensors (0-D, 1-D as a row, or 2-D), zeros elsewhere."""
     if not tensors:
@@ -250,6 +258,7 @@ def block_diag(*tensors) -> Tensor:
     return cat(rows, 0)
 
 
+@public()
 def cartesian_prod(*tensors) -> Tensor:
     """Every combination of one element from each 1-D tensor, as rows."""
     if len(tensors) == 1:
@@ -258,11 +267,13 @@ def cartesian_prod(*tensors) -> Tensor:
     return stack([reshape(g, -1) for g in grids], 1)
 
 
+@public(sf=False, method=True)
 def expand_as(x: Tensor, other: Tensor) -> Tensor:
     """x expanded to other's shape."""
     return expand(x, tuple(other.shape))
 
 
+@public(method=True)
 def t(x: Tensor) -> Tensor:
     """The transpose of a matrix (0-D and 1-D tensors are returned as they are)."""
     if x.ndim > 2:
@@ -338,6 +349,7 @@ class Fold(Op):
         return (_view_apply(Unfold(self.d, self.size, self.step), gg),)
 
 
+@public(sf=False, method=True)
 def unfold(x: Tensor, dimension: int, size: int, step: int) -> Tensor:
     """Tensor.unfold: windows of `size` every `step` along `dimension`, a new last dim."""
     if x.ndim == 0:  # PyTorch: one window of the one element (or none), no window dim
@@ -348,8 +360,3 @@ def unfold(x: Tensor, dimension: int, size: int, step: int) -> Tensor:
                                     operands=[("input", describe(x))])
         return reshape(x, (1,))[:size]
     return _view_apply(Unfold(dimension, size, step), x)
-
-
-METHODS = ("roll", "rot90", "tile", "repeat_interleave", "expand_as", "t", "unfold")
-__all__ = ["roll", "rot90", "tile", "repeat_interleave", "meshgrid", "broadcast_tensors",
-           "block_diag", "cartesian_prod", "t"]

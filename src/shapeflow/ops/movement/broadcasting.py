@@ -7,9 +7,7 @@ from ...errors import ShapeRuntimeError
 from ...shape import Shape
 from ...shape import broadcast_shapes as _broadcast2
 from ...tensor import Tensor, describe
-
-METHODS = ("sum_to_size",)
-__all__ = ["broadcast_shapes", "sum_to_size"]
+from ..registry import public
 
 
 def _as_shape(s) -> tuple:
@@ -22,6 +20,7 @@ def _as_shape(s) -> tuple:
     return s
 
 
+@public()
 def broadcast_shapes(*shapes) -> Shape:
     """The shape tensors of these shapes broadcast to (an int counts as a 1-d shape)."""
     out: tuple = ()
@@ -30,6 +29,7 @@ def broadcast_shapes(*shapes) -> Shape:
     return Shape(out)
 
 
+@public(method=True)
 def sum_to_size(input: Tensor, *size) -> Tensor:  # noqa: A002
     """input summed to `size`, which must be expandable to input's shape (the gradient of an
     expand, as PyTorch's Tensor.sum_to_size)."""

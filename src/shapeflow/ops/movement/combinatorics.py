@@ -8,14 +8,14 @@ import itertools
 from ... import dtypes as _dt
 from ...errors import DTypeError, ShapeRuntimeError
 from ...tensor import Tensor, describe
+from ..registry import public
 
-__all__ = ["combinations", "unravel_index"]
 
-
+@public()
 def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> Tensor:  # noqa: A002
     """[C, r]: every length-r combination of input's elements (as itertools.combinations, or
     combinations_with_replacement); r = 0 gives an empty 1-d tensor, as PyTorch."""
-    from ..selection import take
+    from ..index.selection import take
 
     if input.ndim != 1:
         raise ShapeRuntimeError(f"combinations: expect a 1D vector, but got shape "
@@ -31,7 +31,7 @@ def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> T
     pick = itertools.combinations_with_replacement if with_replacement else \
         itertools.combinations
     rows = list(pick(range(input.shape[0]), r))
-    from .flat_positions import _index
+    from ..index.flat_positions import _index
     from .index_arrays import host
 
     index = host.array(rows, dtype=host.int64).reshape(len(rows), r)  # a host plan
@@ -39,6 +39,7 @@ def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> T
     return take(input, _index(index, input).reshape(index.shape))
 
 
+@public()
 def unravel_index(indices: Tensor, shape) -> tuple:
     """The coordinates in `shape` of each flat index (a tuple of int64 tensors of indices'
     shape); indices outside the shape wrap as PyTorch's floor division and modulo do."""

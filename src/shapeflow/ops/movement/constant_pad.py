@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from ...tensor import Tensor
+from ..registry import public
 
-__all__ = ["constant_pad_nd"]
 
-
+@public()
 def constant_pad_nd(input: Tensor, pad, value=0) -> Tensor:  # noqa: A002
     """input padded with value: pad lists (before, after) sizes from the last dim backwards."""
     from .padding import pad as _pad

@@ -7,6 +7,7 @@ from ...shape import normalize_dims
 from ...tensor import Tensor, describe
 from .. import meta_layout
 from ..base import Op, apply
+from ..registry import public
 
 
 class Clone(Op):
@@ -42,6 +43,7 @@ def _check_format(x: Tensor, memory_format, op: str) -> None:
                                 f"got rank {x.ndim}", op=op, operands=[("input", describe(x))])
 
 
+@public(method=True)
 def clone(x: Tensor, *, memory_format=None) -> Tensor:
     """A copy of x with its own data (differentiable)."""
     if memory_format is not None:
@@ -49,6 +51,7 @@ def clone(x: Tensor, *, memory_format=None) -> Tensor:
     return apply(Clone(), x)
 
 
+@public(method=True)
 def contiguous(x: Tensor, memory_format=None) -> Tensor:
     """x itself where its data are row-major already, else a row-major copy."""
     if memory_format is not None:
@@ -91,6 +94,7 @@ class Repeat(Op):
         return (g.reshape(tuple(self.in_shape)),)
 
 
+@public(method=True)
 def repeat(x: Tensor, *sizes) -> Tensor:
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
         sizes = tuple(sizes[0])
@@ -115,6 +119,7 @@ class Flip(Op):
         return (apply(Flip(self.axes), g),)
 
 
+@public(method=True)
 def flip(x: Tensor, dims) -> Tensor:
     return apply(Flip((dims,) if isinstance(dims, int) else tuple(dims)), x)
 
@@ -145,10 +150,12 @@ class Triu(Tril):
     fn = "triu"
 
 
+@public(method=True)
 def tril(x: Tensor, diagonal: int = 0) -> Tensor:
     return apply(Tril(diagonal), x)
 
 
+@public(method=True)
 def triu(x: Tensor, diagonal: int = 0) -> Tensor:
     return apply(Triu(diagonal), x)
 

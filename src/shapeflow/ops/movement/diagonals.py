@@ -9,6 +9,7 @@ from ...tensor import Tensor, describe
 from .. import autocast as _autocast
 from .. import meta_layout
 from ..base import Op, apply
+from ..registry import public
 from .views import View, _view_apply
 
 
@@ -84,11 +85,13 @@ class DiagScatter(Op):
         return (_view_apply(Diagonal(self.offset, self.d1, self.d2), gg),)
 
 
+@public(method=True)
 def diagonal(x: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     """The offset diagonal of dims dim1 and dim2 (a view; the diagonal is the last dim)."""
     return _view_apply(Diagonal(offset, dim1, dim2), x)
 
 
+@public(method=True)
 def diag_embed(x: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
     """A tensor whose (dim1, dim2) matrices hold x's last dim on their offset diagonal."""
     n = x.ndim + 1
@@ -105,6 +108,7 @@ def diag_embed(x: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Te
     return apply(DiagScatter(shape, offset, d1, d2), x)
 
 
+@public(method=True)
 def diag(x: Tensor, diagonal: int = 0) -> Tensor:
     """1-D: a square matrix with x on its diagonal-th diagonal; 2-D: that diagonal (a copy)."""
     if x.ndim == 1:
@@ -116,6 +120,7 @@ def diag(x: Tensor, diagonal: int = 0) -> Tensor:
                      "for batches")
 
 
+@public(method=True)
 def trace(x: Tensor) -> Tensor:
     """The sum of a matrix's main diagonal."""
     if _autocast_hot.on:  # sf.autocast: fp32
@@ -127,10 +132,7 @@ def trace(x: Tensor) -> Tensor:
     return diagonal(x).sum()
 
 
+@public(method=True)
 def diagflat(input: Tensor, offset: int = 0) -> Tensor:  # noqa: A002
     """A square matrix with input's elements (flattened) on its offset-th diagonal."""
     return diag_embed(input.reshape(-1), offset, 0, 1)
-
-
-METHODS = ("diagonal", "diag_embed", "diag", "trace", "diagflat")
-__all__ = list(METHODS)

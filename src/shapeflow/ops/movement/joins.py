@@ -7,6 +7,7 @@ from ...errors import DTypeError, ShapeRuntimeError
 from ...shape import dims_equal, format_shape, normalize_dim, prod_dims
 from ...tensor import Tensor, describe
 from ..base import Op, apply
+from ..registry import public
 from .slicing import Index, _as_bound, _index_view, _no_dims
 from .views import _view_apply, unsqueeze
 
@@ -37,6 +38,7 @@ def _split_sizes(x: Tensor, d: int, split_size, op: str) -> list:
         hint="pass the list of section sizes, or split a dim that is a multiple of the size")
 
 
+@public(method=True)
 def split(x: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
     _no_dims(x, "split")
     d = normalize_dim(dim, x.ndim, "split")
@@ -65,6 +67,7 @@ def split(x: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
     return tuple(out)
 
 
+@public(method=True)
 def chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple:
     if type(chunks) is not int or chunks <= 0:
         raise ShapeRuntimeError(f"chunk: chunks must be a positive int, got {chunks!r}", op="chunk")
@@ -180,6 +183,7 @@ def _tensor_list(tensors, op: str) -> list:
     return list(tensors)
 
 
+@public(sf=("cat", "concat", "concatenate"))
 def cat(tensors, dim: int = 0) -> Tensor:
     return apply(Cat(dim), *_tensor_list(tensors, "cat"))
 
@@ -187,6 +191,7 @@ def cat(tensors, dim: int = 0) -> Tensor:
 concat = concatenate = cat
 
 
+@public()
 def stack(tensors, dim: int = 0) -> Tensor:
     tensors = _tensor_list(tensors, "stack")
     ref = tensors[0]

@@ -7,7 +7,7 @@ from ...errors import DTypeError, ShapeRuntimeError
 from ...shape import broadcast_shapes
 from ...tensor import Tensor, describe
 from ..base import X1, Op, apply
-from .dim_index import index_select
+from ..registry import public
 from .index_arrays import host
 
 
@@ -63,6 +63,7 @@ class MaskedFillTensor(MaskedFill):
         return kept, None, gv
 
 
+@public(method=True)
 def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
     """x with value where mask (broadcast) is true; a tensor value must be 0-d."""
     if isinstance(mask, (host.ndarray, host.generic)):  # a host NumPy mask: onto x's device
@@ -81,6 +82,7 @@ def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
     return apply(MaskedFill(value), x, mask)
 
 
+@public(sf=False, method=True)
 def masked_fill_(t: Tensor, mask: Tensor, value) -> Tensor:
     from ..inplace import inplace
 
@@ -248,6 +250,7 @@ def _reflect_pairs(x: Tensor, pad: tuple):
     return pairs
 
 
+@public()
 def pad(x: Tensor, pad, mode: str = "constant", value=0) -> Tensor:
     """F.pad: pad = (left, right) for the last dim, then the one before, ..."""
     pad = tuple(pad)
@@ -262,6 +265,8 @@ def pad(x: Tensor, pad, mode: str = "constant", value=0) -> Tensor:
         pairs = _reflect_pairs(x, pad)
         if pairs is not None:
             return apply(ReflectPad(pairs), x)
+    from ..index.dim_index import index_select  # here: ops/index builds on movement
+
     for i in range(len(pad) // 2):
         d, a, b = x.ndim - 1 - i, pad[2 * i], pad[2 * i + 1]
         if a == 0 and b == 0:

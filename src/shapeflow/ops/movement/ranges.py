@@ -11,9 +11,11 @@ from ... import dtypes as _dt
 from ...errors import DTypeError, ShapeRuntimeError
 from ...factories import _make
 from ...tensor import Tensor
+from ..registry import public
 from .index_arrays import host
 
 
+@public()
 def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=None,
              requires_grad: bool = False) -> Tensor:
     """steps values base ** v for v evenly spaced from start to end."""
@@ -31,23 +33,26 @@ def _triangle(op: str, lower: bool, row: int, col: int, offset: int, dtype, devi
         raise ShapeRuntimeError(f"{op}: row and col must be non-negative, got {row}, {col}",
                                 op=op)
     dt = _dt.int64 if dtype is None else _dt.get_dtype(dtype)
-    if dt.category != 1 or dt is _dt.bool_:
+    if not dt.is_integer:  # bool is no integer dtype
         raise DTypeError(f"{op}: dtype must be an integer dtype, got {dt}", op=op)
     rows, cols = (host.tril_indices if lower else host.triu_indices)(row, offset, col)
     return _make(((2, rows.size),), dt, device, False,
                  lambda s, d: host.stack([rows, cols]).astype(d).reshape(s))
 
 
+@public()
 def tril_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None) -> Tensor:
     """[2, N]: the (row, col) positions on or below diagonal `offset` of a row x col matrix."""
     return _triangle("tril_indices", True, row, col, offset, dtype, device)
 
 
+@public()
 def triu_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None) -> Tensor:
     """[2, N]: the (row, col) positions on or above diagonal `offset` of a row x col matrix."""
     return _triangle("triu_indices", False, row, col, offset, dtype, device)
 
 
+@public()
 def empty_strided(size, stride, *, dtype=None, layout=None, device=None,
                   requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """Uninitialised values of `size` (stride gives no layout here: shapeflow's data are
@@ -62,6 +67,7 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None,
     return empty(tuple(size), dtype=dtype, device=device, requires_grad=requires_grad)
 
 
+@public()
 def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None,
                    requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """Uninitialised values of `size`; physical_layout (a permutation of the dims) is checked
@@ -78,6 +84,3 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
         raise ShapeRuntimeError(f"empty_permuted: physical_layout must be a permutation of the "
                                 f"dims, got {perm}", op="empty_permuted")
     return empty(size, dtype=dtype, device=device, requires_grad=requires_grad)
-
-
-__all__ = ["logspace", "tril_indices", "triu_indices", "empty_strided", "empty_permuted"]

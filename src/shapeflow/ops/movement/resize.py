@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from ...errors import GraphError, ShapeRuntimeError
 from ...tensor import Tensor, describe
-
-METHODS = ("resize_", "resize_as_")
-__all__ = ["resize_as_"]
+from ..registry import public
 
 
+@public(sf=False, method=True)
 def resize_(input: Tensor, *size, memory_format=None) -> Tensor:  # noqa: A002
     """input with shape `size`, changed in place (and returned)."""
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
@@ -40,6 +39,7 @@ def resize_(input: Tensor, *size, memory_format=None) -> Tensor:  # noqa: A002
     return input
 
 
+@public(method=True)
 def resize_as_(input: Tensor, the_template: Tensor, *,  # noqa: A002
                memory_format=None) -> Tensor:
     """input resized in place to the_template's shape."""

@@ -8,6 +8,7 @@ from ...errors import DTypeError, ShapeIndexError, ShapeRuntimeError
 from ...shape import format_shape, normalize_dim
 from ...tensor import Tensor, describe
 from ..base import Op, apply
+from ..registry import public
 from .views import View, _view_apply
 
 
@@ -19,7 +20,7 @@ def _as_bound(b, op: str):
 
     if is_symbolic(b):
         return b
-    if isinstance(b, (float, bool)) or (isinstance(b, Tensor) and b.dtype.category != 1):
+    if isinstance(b, (float, bool)) or (isinstance(b, Tensor) and not b.dtype.is_integer):
         raise DTypeError(f"{op}: indices must be integers or None, got {b!r}", op=op)
     try:
         return operator.index(b)
@@ -143,6 +144,7 @@ def _no_dims(x: Tensor, op: str, cls=ShapeRuntimeError) -> None:
                   hint="reshape it to 1-d first: x.reshape(1)")
 
 
+@public(method=True)
 def narrow(x: Tensor, dim: int, start, length) -> Tensor:
     _no_dims(x, "narrow")
     d = normalize_dim(dim, x.ndim, "narrow")
@@ -158,11 +160,13 @@ def narrow(x: Tensor, dim: int, start, length) -> Tensor:
     return _index_view(x, (slice(None),) * d + (slice(start, start + length),), "narrow")
 
 
+@public(method=True)
 def select(x: Tensor, dim: int, index) -> Tensor:
     d = normalize_dim(dim, x.ndim, "select")
     return _index_view(x, (slice(None),) * d + (_as_bound(index, "select"),), "select")
 
 
+@public(method=True)
 def unbind(x: Tensor, dim: int = 0) -> tuple:
     _no_dims(x, "unbind", ShapeIndexError)
     d = normalize_dim(dim, x.ndim, "unbind")

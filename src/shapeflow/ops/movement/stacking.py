@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ...errors import ShapeError
 from ...tensor import Tensor, describe
+from ..registry import public
 from .copies import flip
 from .joins import cat
 from .slicing import narrow
@@ -29,16 +30,19 @@ def _atleast(tensors, n: int, op: str):
     return out[0] if len(out) == 1 else tuple(out)
 
 
+@public()
 def atleast_1d(*tensors):
     """Each tensor with at least 1 dim (a 0-d one becomes [1]); a tuple for several."""
     return _atleast(tensors, 1, "atleast_1d")
 
 
+@public()
 def atleast_2d(*tensors):
     """Each tensor with at least 2 dims ([n] becomes [1, n]); a tuple for several."""
     return _atleast(tensors, 2, "atleast_2d")
 
 
+@public()
 def atleast_3d(*tensors):
     """Each tensor with at least 3 dims ([n] -> [1, n, 1], [a, b] -> [a, b, 1])."""
     return _atleast(tensors, 3, "atleast_3d")
@@ -51,22 +55,26 @@ def _many(tensors, op: str) -> list:
     return tensors
 
 
+@public()
 def hstack(tensors) -> Tensor:
     """Tensors joined column-wise (along dim 0 for 1-d tensors, else dim 1)."""
     ts = [atleast_1d(t) for t in _many(tensors, "hstack")]
     return cat(ts, 0 if ts[0].ndim == 1 else 1)
 
 
+@public()
 def vstack(tensors) -> Tensor:
     """Tensors joined row-wise, after atleast_2d (an alias: row_stack)."""
     return cat([atleast_2d(t) for t in _many(tensors, "vstack")], 0)
 
 
+@public()
 def dstack(tensors) -> Tensor:
     """Tensors joined depth-wise (dim 2), after atleast_3d."""
     return cat([atleast_3d(t) for t in _many(tensors, "dstack")], 2)
 
 
+@public()
 def column_stack(tensors) -> Tensor:
     """Tensors as columns: 0-d and 1-d ones become [n, 1], then joined along dim 1."""
     ts = [reshape(t, (t.numel(), 1)) if t.ndim <= 1 else t
@@ -74,6 +82,7 @@ def column_stack(tensors) -> Tensor:
     return cat(ts, 1)
 
 
+@public(method=True)
 def tensor_split(x: Tensor, indices_or_sections, dim: int = 0) -> tuple:
     """x cut along dim into n near-equal parts (the first n % size one longer), or at the
     given indices (views, as narrow)."""
@@ -115,21 +124,25 @@ def _numpy_split(x: Tensor, sections, dim: int, least: int, op: str) -> tuple:
     return tensor_split(x, sections, dim)
 
 
+@public(method=True)
 def hsplit(x: Tensor, indices_or_sections) -> tuple:
     """x split column-wise (dim 1; dim 0 for 1-d), into equal parts or at indices."""
     return _numpy_split(x, indices_or_sections, 0 if x.ndim == 1 else 1, 1, "hsplit")
 
 
+@public(method=True)
 def vsplit(x: Tensor, indices_or_sections) -> tuple:
     """x split row-wise (dim 0) into equal parts or at indices; x needs 2 dims."""
     return _numpy_split(x, indices_or_sections, 0, 2, "vsplit")
 
 
+@public(method=True)
 def dsplit(x: Tensor, indices_or_sections) -> tuple:
     """x split depth-wise (dim 2) into equal parts or at indices; x needs 3 dims."""
     return _numpy_split(x, indices_or_sections, 2, 3, "dsplit")
 
 
+@public(method=True)
 def split_with_sizes(x: Tensor, split_sizes, dim: int = 0) -> tuple:
     """x cut along dim into parts of the given sizes, which must add up to its size."""
     from ...shape import normalize_dim
@@ -147,16 +160,19 @@ def split_with_sizes(x: Tensor, split_sizes, dim: int = 0) -> tuple:
     return tuple(out)
 
 
+@public(method=True)
 def ravel(x: Tensor) -> Tensor:
     """x flattened to 1 dim."""
     return reshape(x, (-1,))
 
 
+@public(sf=False, method=True)
 def reshape_as(x: Tensor, other: Tensor) -> Tensor:
     """x reshaped to other's shape."""
     return reshape(x, tuple(other.shape))
 
 
+@public(method=True)
 def flipud(x: Tensor) -> Tensor:
     """x upside down (dim 0 reversed)."""
     if x.ndim < 1:
@@ -165,15 +181,10 @@ def flipud(x: Tensor) -> Tensor:
     return flip(x, (0,))
 
 
+@public(method=True)
 def fliplr(x: Tensor) -> Tensor:
     """x left to right (dim 1 reversed); x needs 2 dims."""
     if x.ndim < 2:
         raise ShapeError("fliplr: expected a tensor with at least 2 dims", op="fliplr",
                          operands=[("input", describe(x))])
     return flip(x, (1,))
-
-
-METHODS = ("tensor_split", "hsplit", "vsplit", "dsplit", "split_with_sizes", "ravel",
-           "reshape_as", "flipud", "fliplr")
-__all__ = [*(m for m in METHODS if m != "reshape_as"), "hstack", "vstack", "dstack",
-           "column_stack", "atleast_1d", "atleast_2d", "atleast_3d"]  # reshape_as: a method

@@ -15,6 +15,7 @@ from ...shape import (
 from ...tensor import Tensor, describe
 from .. import meta_layout
 from ..base import Op, apply
+from ..registry import public
 
 
 class View(Op):
@@ -200,6 +201,7 @@ class Permute(View):
         return (g.permute(tuple(inverse)),)
 
 
+@public(method=True)
 def reshape(x: Tensor, *shape) -> Tensor:
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
@@ -208,6 +210,7 @@ def reshape(x: Tensor, *shape) -> Tensor:
     return _view_apply(Reshape(shape), x)
 
 
+@public(method=True)
 def view(x: Tensor, *shape) -> Tensor:
     """reshape that never copies: PyTorch's stride rule decides, as NumPy's no-copy reshape;
     view(dtype) reinterprets the bytes."""
@@ -232,6 +235,7 @@ def view(x: Tensor, *shape) -> Tensor:
              "through a copy would not reach the input")
 
 
+@public(method=True)
 def expand(x: Tensor, *shape) -> Tensor:
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
@@ -240,16 +244,19 @@ def expand(x: Tensor, *shape) -> Tensor:
     return _view_apply(Expand(shape), x)
 
 
+@public(method=True)
 def broadcast_to(x: Tensor, shape) -> Tensor:
     return expand(x, tuple(shape))
 
 
+@public(method=True)
 def permute(x: Tensor, *dims) -> Tensor:
     if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
         dims = tuple(dims[0])
     return _view_apply(Permute(dims), x)
 
 
+@public(method=True)
 def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
     n = x.ndim
     if n < 2 and dim0 in (0, -1) and dim1 in (0, -1):
@@ -260,12 +267,14 @@ def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
     return permute(x, dims)
 
 
+@public(method=True)
 def unsqueeze(x: Tensor, dim: int) -> Tensor:
     d = normalize_dim(dim, x.ndim + 1, "unsqueeze")
     shape = tuple(x.shape)
     return _view_apply(Reshape(shape[:d] + (1,) + shape[d:]), x)
 
 
+@public(method=True)
 def squeeze(x: Tensor, dim=None) -> Tensor:
     shape = tuple(x.shape)
     if dim is None:
@@ -278,6 +287,7 @@ def squeeze(x: Tensor, dim=None) -> Tensor:
     return _view_apply(Reshape(tuple(s for i, s in enumerate(shape) if i not in dims)), x)
 
 
+@public(method=True)
 def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     s = normalize_dim(start_dim, x.ndim, "flatten")
     e = normalize_dim(end_dim, x.ndim, "flatten")
@@ -293,6 +303,7 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     return reshape(x, shape[:s] + (prod_dims(shape[s:e + 1]),) + shape[e + 1:])
 
 
+@public(method=True)
 def unflatten(x: Tensor, dim: int, sizes) -> Tensor:
     d = normalize_dim(dim, x.ndim, "unflatten")
     if x.ndim == 0:
@@ -303,6 +314,7 @@ def unflatten(x: Tensor, dim: int, sizes) -> Tensor:
     return reshape(x, shape[:d] + sizes + shape[d + 1:])
 
 
+@public(method=True)
 def movedim(x: Tensor, source, destination) -> Tensor:
     src = (source,) if isinstance(source, int) else tuple(source)
     dst = (destination,) if isinstance(destination, int) else tuple(destination)
@@ -326,12 +338,13 @@ def movedim(x: Tensor, source, destination) -> Tensor:
     return permute(x, order) if order != list(range(n)) else x
 
 
-moveaxis = movedim
+moveaxis = public(sf="moveaxis", method="moveaxis")(movedim)
 
 
+@public(method=True)
 def swapaxes(x: Tensor, axis0: int, axis1: int) -> Tensor:
     return transpose(x, axis0, axis1)
 
 
-swapdims = swapaxes
+swapdims = public(sf="swapdims", method="swapdims")(swapaxes)
 

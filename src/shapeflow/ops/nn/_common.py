@@ -1,4 +1,5 @@
-"""Helpers the nn op families share: recording checks, compute dtypes, rows views."""
+"""Helpers the layer op families share (ops/nn/, ops/activation/, ops/loss/, ops/norm/):
+recording checks, compute dtypes, rows views."""
 
 from __future__ import annotations
 
@@ -24,16 +25,18 @@ def _create_graph() -> bool:
 
 
 def _compute_np(dt: _dt.DType):
-    """float16/bfloat16 are computed in float32 (as PyTorch's CPU kernels do)."""
-    return dt.np if dt is _dt.float32 or dt is _dt.float64 else _dt.float32.np
+    """float16/bfloat16 are computed in float32 (as PyTorch's CPU kernels do); infer has
+    refused the other dtypes (_need_float)."""
+    return _dt.opmath(dt).np
 
 
 def _stat_dtype(dt: _dt.DType) -> _dt.DType:
-    return dt if dt is _dt.float32 or dt is _dt.float64 else _dt.float32
+    """The dtype of a norm's saved statistics: its float input's opmath dtype."""
+    return _dt.opmath(dt)
 
 
 def _need_float(op: str, x: Tensor, name: str = "x", hint: str | None = None) -> None:
-    if x.dtype.category != 2:
+    if not x.dtype.is_floating_point:
         raise DTypeError(
             f"{op}: {name} must be floating point, got {x.dtype}", op=op,
             operands=[(name, describe(x))],

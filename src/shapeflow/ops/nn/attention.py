@@ -14,6 +14,7 @@ from .. import autocast as _autocast
 from .. import meta_layout
 from ..base import ATTENTION, DROPOUT_MASK, LAYER_INPUT, Op, Saved, apply
 from ..elementwise import where
+from ..registry import public
 from ._common import _as_rows, _create_graph, _dense, _need_float
 from .dropout import _mask_scale
 from .softmax import SoftmaxBackward, softmax
@@ -67,12 +68,12 @@ class Attention(Op):
         out_batch = broadcast_shapes(tuple(batch), tuple(v.shape[:-2]), op, ("q", "v"))
         if mask:
             m = mask[0]
-            if m.dtype.category == 1:
+            if m.dtype.is_integer:
                 raise DTypeError(f"{op}: attn_mask must be bool (True = attend) or float "
                                  f"(added to the scores), got {m.dtype}", op=op,
                                  operands=ops + [("attn_mask", describe(m))],
                                  hint="use mask.bool()")
-            if m.dtype.category == 2 and m.dtype is not q.dtype:
+            if m.dtype.is_floating_point and m.dtype is not q.dtype:
                 raise DTypeError(f"{op}: a float attn_mask must have q's dtype {q.dtype}, got "
                                  f"{m.dtype}", op=op, operands=ops + [("attn_mask",
                                                                        describe(m))])
@@ -180,6 +181,7 @@ def _causal_keep(s: Tensor) -> Tensor:
     return Tensor._make(xp.tril(xp.ones((L, S), bool)), (L, S), _dt.bool_, s.device)
 
 
+@public(sf=False, functional=True)
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask=None,
                                  dropout_p: float = 0.0, is_causal: bool = False,
                                  scale: float | None = None, enable_gqa: bool = False,

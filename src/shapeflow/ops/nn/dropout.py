@@ -9,6 +9,7 @@ from ...errors import ShapeError, ShapeRuntimeError
 from ...random import get_rng
 from ...tensor import Tensor, describe
 from ..base import DROPOUT_MASK, Op, Saved, apply
+from ..registry import public
 from ._common import _create_graph, _need_float
 
 
@@ -85,6 +86,7 @@ def _mask_scale(g: Tensor, mask: Tensor, scale: float) -> Tensor:
     return apply(MaskScale(scale), g, mask)
 
 
+@public(functional=True)
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False,
             generator=None) -> Tensor:
     """Zero elements with probability p and scale by 1/(1-p) (identity when not training).
@@ -165,12 +167,14 @@ def feature_dropout(input: Tensor, p: float = 0.5, training: bool = True,
     return _noise_dropout(input, p, training, True, False, generator)
 
 
+@public(sf=False, functional=True)
 def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
                   inplace: bool = False, generator=None) -> Tensor:
     """Dropout for SELU networks: dropped values go to SELU's floor, mean and variance kept."""
     return _noise_dropout(input, p, training, False, True, generator)
 
 
+@public(sf=False, functional=True)
 def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
                           inplace: bool = False, generator=None) -> Tensor:
     """alpha_dropout of whole channels x[n, c] (one draw per batch item and channel)."""
@@ -213,18 +217,21 @@ def _channel_dropout(name: str, input: Tensor, p: float, training: bool, spatial
     return out.squeeze(0) if unbatched else out
 
 
+@public(sf=False, functional=True)
 def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False,
               generator=None) -> Tensor:
     """Channel-wise dropout of (N, C, L) or (C, L): whole channels zeroed with probability p."""
     return _channel_dropout("dropout1d", input, p, training, 1, generator)
 
 
+@public(sf=False, functional=True)
 def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False,
               generator=None) -> Tensor:
     """Channel-wise dropout of (N, C, H, W): whole channels zeroed with probability p."""
     return _channel_dropout("dropout2d", input, p, training, 2, generator)
 
 
+@public(sf=False, functional=True)
 def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False,
               generator=None) -> Tensor:
     """Channel-wise dropout of (N, C, D, H, W) or (C, D, H, W)."""

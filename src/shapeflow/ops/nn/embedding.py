@@ -7,6 +7,7 @@ from ...errors import DTypeError, ShapeIndexError, ShapeRuntimeError
 from ...shape import format_shape
 from ...tensor import Tensor, describe
 from ..base import Op, Saved, apply
+from ..registry import public
 
 
 class Embedding(Op):
@@ -19,12 +20,12 @@ class Embedding(Op):
 
     def infer(self, idx, w):
         ops = [("input", describe(idx)), ("weight", describe(w))]
-        if idx.dtype.category != 1:
+        if not idx.dtype.is_integer:
             raise DTypeError(
                 f"embedding: input must hold integer indices, got {idx.dtype}",
                 op="embedding", operands=ops,
                 hint=f"embedding indices must be integers; got {idx.dtype} — did you pass "
-                "the embeddings instead of token ids?" if idx.dtype.category == 2 else
+                "the embeddings instead of token ids?" if idx.dtype.is_floating_point else
                 "convert the indices with .long()")
         if w.ndim != 2:
             raise ShapeRuntimeError(
@@ -100,6 +101,7 @@ def _check_indices(op: str, idx, n: int, what: str, hint: str) -> None:
         op=op, operands=[("input", f"{format_shape(idx.shape)} {idx.dtype}")], hint=hint)
 
 
+@public(functional=True)
 def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
               max_norm: float | None = None, norm_type: float = 2.0,
               scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
@@ -122,7 +124,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
 
 def _renorm_rows(input: Tensor, weight: Tensor, max_norm: float, norm_type: float) -> None:
     """PyTorch's embedding_renorm_: rows used whose norm exceeds max_norm are scaled down."""
-    if input.dtype.category != 1:
+    if not input.dtype.is_integer:
         return  # the Embedding op raises the DTypeError
     _check_indices("embedding", input._data, weight.shape[0], "num_embeddings",
                    "indices must be smaller than num_embeddings")
@@ -144,7 +146,7 @@ class OneHot(Op):
         self.num_classes = num_classes
 
     def infer(self, x):
-        if x.dtype.category != 1:
+        if not x.dtype.is_integer:
             raise DTypeError(f"one_hot: input must hold integer class indices, got {x.dtype}",
                              op="one_hot", operands=[("input", describe(x))],
                              hint="convert with .long()")
@@ -160,6 +162,7 @@ class OneHot(Op):
         return out.reshape(x.shape + (c,))
 
 
+@public(sf=False, functional=True)
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     """int64 one-hot encoding [..., num_classes]; num_classes=-1 takes max + 1 from the data."""
     if num_classes == -1:

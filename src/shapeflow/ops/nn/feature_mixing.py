@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from ...errors import ShapeError, ShapeRuntimeError
 from ...tensor import Tensor, describe
+from ..registry import public
 
-__all__ = ["bilinear", "channel_shuffle"]
 
-
+@public(sf=False, functional=True)
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
              bias: Tensor | None = None) -> Tensor:
     """[..., out]: sum_ij input1[..., i] * weight[out, i, j] * input2[..., j] (+ bias)."""
-    from ..matrix import tensordot
+    from ..linalg.products import tensordot
 
     if weight.ndim != 3 or input1.shape[-1] != weight.shape[1] or \
             input2.shape[-1] != weight.shape[2] or tuple(input1.shape[:-1]) != \
@@ -30,6 +30,7 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
     return out if bias is None else out + bias
 
 
+@public(sf=False, functional=True)
 def channel_shuffle(input: Tensor, groups: int) -> Tensor:  # noqa: A002
     """[N, C, *]: channels taken group by group, interleaved (C divisible by groups)."""
     if input.ndim <= 2:

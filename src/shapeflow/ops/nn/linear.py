@@ -11,6 +11,7 @@ from ...shape import dims_equal, format_shape, prod_dims
 from ...tensor import Tensor, describe
 from .. import autocast as _autocast
 from ..base import X1, Op, apply
+from ..registry import public
 from ._common import _LAYER_X, _create_graph, _dense
 
 _KEEP_X_W, _KEEP_X, _KEEP_W = (_LAYER_X, X1), (_LAYER_X,), (X1,)  # what linear keeps
@@ -26,7 +27,7 @@ class Linear(Op):
 
     def infer(self, x, w, *b):
         xs, ws, dt = x.shape, w.shape, x.dtype
-        ok = len(ws) == 2 and len(xs) >= 1 and dt is w.dtype and dt.category == 2
+        ok = len(ws) == 2 and len(xs) >= 1 and dt is w.dtype and dt.is_floating_point
         if ok:
             a, c = xs[-1], ws[1]
             ok = a == c if type(a) is int and type(c) is int else dims_equal(a, c) is True
@@ -116,7 +117,7 @@ def _linear_error(x, w):
     if x.ndim == 0:
         raise ShapeRuntimeError("linear: x must have at least 1 dim, got a 0-d tensor", op="linear",
                                 operands=ops, hint="use x.reshape(1) for a single feature")
-    if x.dtype.category != 2:
+    if not x.dtype.is_floating_point:
         raise DTypeError(
             f"linear: x has dtype {x.dtype}; linear needs floating-point input", op="linear",
             operands=ops, hint="call x.float() first (token ids go through an Embedding "
@@ -142,6 +143,7 @@ def _linear_error(x, w):
         op="linear", operands=ops, hint=hint)
 
 
+@public(sf=False, functional=True)
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """y = input @ weight.T + bias (weight [out_features, in_features])."""
     if _autocast_hot.on:  # sf.autocast: lower precision

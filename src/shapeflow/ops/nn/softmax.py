@@ -6,6 +6,7 @@ from ...device import cpu
 from ...shape import normalize_dim
 from ...tensor import Tensor
 from ..base import OUT_ACT, Op, apply
+from ..registry import public
 from ._common import _create_graph, _need_float
 
 
@@ -70,6 +71,7 @@ class SoftmaxBackward(Op):
         return self.device.kernels.softmax_backward(p, g, self.axis, self.scale, mask)
 
 
+@public(method=True, functional=True)
 def softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
     """exp(x) / sum(exp(x)) along dim (computed stably); dim is required."""
     if dtype is not None:
@@ -77,6 +79,7 @@ def softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
     return apply(Softmax(dim), input)
 
 
+@public(method=True, functional=True)
 def log_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
     """x - logsumexp(x) along dim (stable); dim is required."""
     if dtype is not None:

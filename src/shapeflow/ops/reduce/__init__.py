@@ -18,6 +18,12 @@ from .cumulative import (  # noqa: F401  (re-exported: importers use these)
     Cumsum,
     cumsum,
 )
+
+# dist and pdist, renorm, the trapezoidal rule, torch.gradient, histograms
+from .distances import (  # noqa: F401  (re-exported: importers use these)
+    dist,
+    pdist,
+)
 from .extrema import (  # noqa: F401  (re-exported: importers use these)
     AMax,
     ArgMax,
@@ -32,6 +38,23 @@ from .extrema import (  # noqa: F401  (re-exported: importers use these)
     max,
     min,
 )
+from .gradient import (  # noqa: F401  (re-exported: importers use these)
+    gradient,
+)
+
+# hash_tensor: an xor fingerprint of the elements' bits
+from .hashing import (  # noqa: F401  (re-exported: importers use these)
+    hash_tensor,
+)
+from .histogram import (  # noqa: F401  (re-exported: importers use these)
+    histogram,
+    histogramdd,
+)
+from .integrate import (  # noqa: F401  (re-exported: importers use these)
+    cumulative_trapezoid,
+    trapezoid,
+    trapz,
+)
 from .logical import (  # noqa: F401  (re-exported: importers use these)
     AllAny,
     all,
@@ -45,9 +68,38 @@ from .moments import (  # noqa: F401  (re-exported: importers use these)
     var,
     var_mean,
 )
+
+# order and NaN-aware statistics (median, quantile, mode, nansum, cov, ...)
+from .nan_stats import (  # noqa: F401  (re-exported: importers use these)
+    aminmax,
+    bincount,
+    corrcoef,
+    count_nonzero,
+    cov,
+    median,
+    mode,
+    nanmean,
+    nanmedian,
+    nanquantile,
+    nansum,
+    quantile,
+)
 from .norm import (  # noqa: F401  (re-exported: importers use these)
     VectorNorm,
     norm,
+)
+from .renorm import (  # noqa: F401  (re-exported: importers use these)
+    renorm,
+)
+
+# running scans (cumprod, cummax, cummin, logcumsumexp) and diff
+from .scans import (  # noqa: F401  (re-exported: importers use these)
+    cummax,
+    cummin,
+    cumprod,
+    cumprod_,  # noqa: F401  (method only)
+    diff,
+    logcumsumexp,
 )
 from .sums import (  # noqa: F401  (re-exported: importers use these)
     LogSumExp,
@@ -59,45 +111,3 @@ from .sums import (  # noqa: F401  (re-exported: importers use these)
     prod,
     sum,
 )
-
-METHODS = ("sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var",
-           "std", "logsumexp", "cumsum", "all", "any", "norm")
-__all__ = [*METHODS, "std_mean", "var_mean"]
-
-# running scans (cumprod, cummax, cummin, logcumsumexp) and diff
-from . import scans as _scans  # noqa: E402
-from .scans import *  # noqa: E402, F403
-from .scans import cumprod_  # noqa: E402, F401  (method only)
-
-METHODS = METHODS + _scans.METHODS
-__all__ += _scans.__all__
-
-# order and NaN-aware statistics (median, quantile, mode, nansum, cov, ...)
-from . import nan_stats as _nan_stats  # noqa: E402
-from .nan_stats import *  # noqa: E402, F403
-
-METHODS = METHODS + _nan_stats.METHODS
-__all__ += _nan_stats.__all__
-
-# dist and pdist, renorm, the trapezoidal rule, torch.gradient, histograms
-from . import distances as _distances  # noqa: E402
-from . import gradient as _gradient  # noqa: E402
-from . import histogram as _histogram  # noqa: E402
-from . import integrate as _integrate  # noqa: E402
-from . import renorm as _renorm  # noqa: E402
-from .distances import *  # noqa: E402, F403
-from .gradient import *  # noqa: E402, F403
-from .histogram import *  # noqa: E402, F403
-from .integrate import *  # noqa: E402, F403
-from .renorm import *  # noqa: E402, F403
-
-METHODS = METHODS + _renorm.METHODS + ("dist", "histogram")
-__all__ += (_distances.__all__ + _gradient.__all__ + _histogram.__all__ + _integrate.__all__
-            + _renorm.__all__)
-
-# hash_tensor: an xor fingerprint of the elements' bits
-from . import hashing as _hashing  # noqa: E402
-from .hashing import *  # noqa: E402, F403
-
-METHODS = METHODS + _hashing.METHODS
-__all__ += _hashing.__all__

@@ -5,13 +5,13 @@ from __future__ import annotations
 from contextlib import nullcontext
 
 from ... import dtypes as _dt
+from ...dtypes import promote
 from ...errors import DTypeError, ShapeError, ShapeRuntimeError
 from ...shape import format_shape, is_concrete, normalize_dims
 from ...tensor import Tensor, describe
 from ..base import Op
 
 _int64 = _dt.int64
-_f32 = _dt.float32.np
 
 
 def reduced_shape(shape, dims, keepdim: bool) -> tuple:
@@ -45,8 +45,9 @@ def _one_dim(dim, x: Tensor, op: str) -> int:
 
 
 def _compute_np(dt: _dt.DType):
-    """The NumPy dtype a float kernel computes in: float32 for the 16-bit floats."""
-    return _f32 if dt.itemsize == 2 else dt.np
+    """The NumPy dtype a float kernel computes in: float32 for the 16-bit floats (callers
+    run on floats only: their out_dtype refuses the others)."""
+    return _dt.opmath(dt).np
 
 
 def quiet(x: Tensor, **ignore):
@@ -74,7 +75,11 @@ class Reduction(Op):
         return reduced_shape(x.shape, self.dims, self.keepdim), dt
 
     def out_dtype(self, dt):
-        return dt
+        """The result dtype from the input's: moved by the op's `promotion` kind where it
+        declares one (floats are kept by each kind reductions declare), else dt itself."""
+        if dt.is_floating_point or self.promotion is None:
+            return dt
+        return promote(self.promotion, dt)
 
     @property
     def keep_shape(self) -> tuple:

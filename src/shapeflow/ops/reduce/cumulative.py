@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from ... import dtypes as _dt
+from ...dtypes import INT_TO_LONG, promote
 from ...tensor import Tensor
 from ..base import Op, apply
+from ..registry import public
 from ._common import _int64, _one_dim
 
 
@@ -12,13 +14,15 @@ class Cumsum(Op):
     """Running sum along one dim; its gradient is the reversed running sum."""
 
     name = "cumsum"
+    promotion = INT_TO_LONG  # PyTorch sums ints and bools as int64
 
     def __init__(self, dim: int, reverse: bool = False) -> None:
         self.dim, self.reverse = dim, reverse
 
     def infer(self, x):
         self.d = _one_dim(self.dim, x, self.name)
-        return x.shape, (_int64 if x.dtype.category < 2 else x.dtype)
+        dt = x.dtype
+        return x.shape, dt if dt.is_floating_point else promote(self.promotion, dt)
 
     def forward(self, x):
         xp = self.device.xp
@@ -37,6 +41,7 @@ class Cumsum(Op):
         return (apply(Cumsum(self.d, not self.reverse), g),)
 
 
+@public(method=True)
 def cumsum(x: Tensor, dim: int, dtype=None) -> Tensor:
     if dtype is not None:
         x = x.to(dtype)

@@ -6,11 +6,11 @@ from __future__ import annotations
 from ... import dtypes as _dt
 from ...errors import DTypeError, ShapeRuntimeError
 from ...tensor import Tensor, describe
+from ..registry import public
 from .norm import norm
 
-__all__ = ["dist", "pdist"]
 
-
+@public(method=True)
 def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:  # noqa: A002
     """The p-norm of input - other (broadcast), over all elements."""
     for name, t in (("input", input), ("other", other)):
@@ -20,6 +20,7 @@ def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:  # noqa: A002
     return norm(input - other, p)
 
 
+@public(functional=True)
 def pdist(input: Tensor, p: float = 2) -> Tensor:  # noqa: A002
     """[N * (N - 1) / 2]: the p-norm distance between rows i < j of input [N, M], in
     row-major order of the pairs (as PyTorch's)."""

@@ -8,6 +8,7 @@ from ... import dtypes as _dt
 from ...errors import DTypeError, ShapeRuntimeError
 from ...tensor import Tensor, describe
 from ..base import OUT, X0, Op, Saved, apply
+from ..registry import public
 from ._common import Reduction, _int64, _one_dim, reduced_shape
 
 # torch.return_types.max / .min: a tuple with .values and .indices
@@ -156,10 +157,12 @@ class ArgMax(Op):
         return fn(x, axis=self.d, keepdims=self.keepdim).astype(i64, copy=False)
 
 
+@public(method=True)
 def amax(x: Tensor, dim=(), keepdim: bool = False) -> Tensor:
     return apply(AMax(dim, keepdim, "amax"), x)
 
 
+@public(method=True)
 def amin(x: Tensor, dim=(), keepdim: bool = False) -> Tensor:
     return apply(AMax(dim, keepdim, "amin"), x)
 
@@ -180,20 +183,24 @@ def _max_min(name: str, x: Tensor, dim, keepdim: bool):
     return (MaxResult if name == "max" else MinResult)(values, indices)
 
 
+@public(method=True)
 def max(x: Tensor, dim=None, keepdim: bool = False):  # noqa: A001
     """max(x): the largest element; max(x, dim): (values, indices); max(x, y): maximum."""
     return _max_min("max", x, dim, keepdim)
 
 
+@public(method=True)
 def min(x: Tensor, dim=None, keepdim: bool = False):  # noqa: A001
     """min(x): the smallest element; min(x, dim): (values, indices); min(x, y): minimum."""
     return _max_min("min", x, dim, keepdim)
 
 
+@public(method=True)
 def argmax(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """Index of the largest value (the first one on ties); dim None: into the flattened x."""
     return apply(ArgMax(dim, keepdim, "argmax"), x)
 
 
+@public(method=True)
 def argmin(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     return apply(ArgMax(dim, keepdim, "argmin"), x)

@@ -7,8 +7,7 @@ from __future__ import annotations
 from ...errors import ShapeRuntimeError
 from ...shape import normalize_dim
 from ...tensor import Tensor, describe
-
-__all__ = ["gradient"]
+from ..registry import public
 
 
 def _dims(x: Tensor, dim) -> list[int]:
@@ -71,6 +70,7 @@ def _along(x: Tensor, d: int, h, edge_order: int) -> Tensor:
     return cat([first, inner, last], d)
 
 
+@public()
 def gradient(input: Tensor, *, spacing=None, dim=None, edge_order: int = 1) -> tuple:  # noqa: A002
     """One tensor per dim: the estimated derivative of input along it (central differences
     inside, edge_order-accurate one-sided ones at the edges)."""

@@ -7,11 +7,10 @@ from ... import dtypes as _dt
 from ...errors import ArgumentError, ShapeIndexError, ShapeRuntimeError
 from ...shape import normalize_dims
 from ...tensor import Tensor, describe
-
-METHODS = ("hash_tensor",)
-__all__ = list(METHODS)
+from ..registry import public
 
 
+@public(method=True)
 def hash_tensor(input: Tensor, dim=None, *, keepdim: bool = False,  # noqa: A002
                 mode: int = 0) -> Tensor:
     """The xor-sum of input's elements' 64-bit patterns over dim (all dims when None or ())."""

@@ -10,12 +10,11 @@ from ... import dtypes as _dt
 from ...device import meta
 from ...errors import DTypeError, ShapeRuntimeError
 from ...tensor import Tensor, describe
+from ..registry import public
 
 # torch.return_types.histogram / .histogramdd
 HistogramResult = namedtuple("histogram", ["hist", "bin_edges"])
 HistogramddResult = namedtuple("histogramdd", ["hist", "bin_edges"])
-
-__all__ = ["histogram", "histogramdd"]
 
 
 def _edges(xp, col, bins, lo_hi, npd):
@@ -83,6 +82,7 @@ def _check(op: str, x: Tensor, weight) -> None:
                                 operands=[("input", describe(x)), ("weight", describe(weight))])
 
 
+@public()
 def histogramdd(input: Tensor, bins, range=None, weight: Tensor | None = None,  # noqa: A002
                 density: bool = False) -> HistogramddResult:
     """Counts of input's rows [..., D] in a D-dim grid of bins: (hist, bin_edges per dim)."""
@@ -119,6 +119,7 @@ def histogramdd(input: Tensor, bins, range=None, weight: Tensor | None = None,  
                              [Tensor._make(e, e.shape, input.dtype, dev) for e in edges])
 
 
+@public(method=True)
 def histogram(input: Tensor, bins=100, *, range=None, weight: Tensor | None = None,  # noqa: A002
               density: bool = False) -> HistogramResult:
     """Counts of input's elements in bins (a count, or a tensor of edges): (hist, bin_edges)."""

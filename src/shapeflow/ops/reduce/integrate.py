@@ -9,8 +9,7 @@ from __future__ import annotations
 from ...errors import ArgumentError, ShapeRuntimeError
 from ...shape import normalize_dim
 from ...tensor import Tensor, describe
-
-__all__ = ["trapezoid", "trapz", "cumulative_trapezoid"]
+from ..registry import public
 
 
 def _spacing(y: Tensor, x: Tensor, d: int, op: str) -> Tensor:
@@ -40,6 +39,7 @@ def _check(op: str, x, dx) -> None:
         raise ArgumentError(f"{op}: cannot pass both x and dx", op=op)
 
 
+@public()
 def trapezoid(y: Tensor, x=None, *, dx=None, dim: int = -1) -> Tensor:
     """The integral of y along dim by the trapezoidal rule (sample points x, or spacing dx)."""
     _check("trapezoid", x, dx)
@@ -56,11 +56,13 @@ def trapezoid(y: Tensor, x=None, *, dx=None, dim: int = -1) -> Tensor:
     return (y.sum(d) - (y.select(d, 0) + y.select(d, -1)) * 0.5) * step
 
 
+@public()
 def trapz(y: Tensor, x=None, *, dx=None, dim: int = -1) -> Tensor:
     """trapezoid's older name (torch.trapz)."""
     return trapezoid(y, x, dx=dx, dim=dim)
 
 
+@public()
 def cumulative_trapezoid(y: Tensor, x=None, *, dx=None, dim: int = -1) -> Tensor:
     """The running trapezoidal integral of y along dim (one value fewer than y's)."""
     _check("cumulative_trapezoid", x, dx)

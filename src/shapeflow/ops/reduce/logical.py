@@ -5,6 +5,7 @@ from __future__ import annotations
 from ... import dtypes as _dt
 from ...tensor import Tensor
 from ..base import apply
+from ..registry import public
 from ._common import Reduction
 
 
@@ -27,9 +28,11 @@ class AllAny(Reduction):
         return xp.asarray(out).astype(x.dtype if keep else _dt.bool_.np, copy=False)
 
 
+@public(method=True)
 def all(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
     return apply(AllAny(dim, keepdim, "all"), x)
 
 
+@public(method=True)
 def any(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
     return apply(AllAny(dim, keepdim, "any"), x)

@@ -9,6 +9,7 @@ from ...errors import DTypeError, ShapeError
 from ...shape import prod_dims
 from ...tensor import Tensor
 from ..base import OUT, X0, apply
+from ..registry import public
 from ._common import Reduction, _compute_np, quiet
 
 
@@ -20,7 +21,7 @@ class Var(Reduction):
         self.correction = correction
 
     def out_dtype(self, dt):
-        if dt.category != 2:
+        if not dt.is_floating_point:
             raise DTypeError(f"std and var only support floating point dtypes, got {dt}",
                              op=self.name, hint="convert with .float() first")
         return dt
@@ -92,6 +93,7 @@ def _correction(name: str, dim, unbiased, correction):
     return dim, correction
 
 
+@public(method=True)
 def var(x: Tensor, dim=None, unbiased=None, keepdim: bool = False, *,
         correction=None) -> Tensor:
     """Variance with Bessel's correction by default (divide by N - correction)."""
@@ -99,12 +101,14 @@ def var(x: Tensor, dim=None, unbiased=None, keepdim: bool = False, *,
     return apply(Var(dim, correction, keepdim), x)
 
 
+@public(method=True)
 def std(x: Tensor, dim=None, unbiased=None, keepdim: bool = False, *,
         correction=None) -> Tensor:
     dim, correction = _correction("std", dim, unbiased, correction)
     return apply(Std(dim, correction, keepdim), x)
 
 
+@public()
 def var_mean(x: Tensor, dim=None, unbiased=None, keepdim: bool = False, *,
              correction=None) -> tuple[Tensor, Tensor]:
     """(var, mean) over the same dims, as torch.var_mean."""
@@ -115,6 +119,7 @@ def var_mean(x: Tensor, dim=None, unbiased=None, keepdim: bool = False, *,
     return out, mean(x, d, keepdim)
 
 
+@public()
 def std_mean(x: Tensor, dim=None, unbiased=None, keepdim: bool = False, *,
              correction=None) -> tuple[Tensor, Tensor]:
     """(std, mean) over the same dims, as torch.std_mean."""

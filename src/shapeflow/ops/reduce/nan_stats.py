@@ -13,6 +13,7 @@ from ... import dtypes as _dt
 from ...device import meta
 from ...errors import ArgumentError, DTypeError, ShapeError
 from ...tensor import Tensor, describe
+from ..registry import public
 from ._common import _one_dim, reduce_dims
 
 # torch.return_types.median / .nanmedian / .mode / .aminmax
@@ -30,6 +31,7 @@ def _float_only(x: Tensor, op: str) -> None:
                          operands=[("input", describe(x))], hint="cast with x.float() first")
 
 
+@public(method=True)
 def nansum(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """The sum over dim, NaNs counted as zero."""
     from ..elementwise import isnan, where
@@ -40,6 +42,7 @@ def nansum(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     return _sum(x, dim, keepdim, dtype=dtype)
 
 
+@public(method=True)
 def nanmean(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """The mean over dim of the elements that are not NaN."""
     from ..elementwise import isnan, logical_not
@@ -77,7 +80,8 @@ def _index_of(ranks, shape: tuple, like: Tensor) -> Tensor:
 
 def _pick(rows: Tensor, ranks) -> tuple[Tensor, Tensor]:
     """(values, indices) of the ranks-th smallest of each row (ranks shaped [..., 1])."""
-    from ..movement import gather, squeeze
+    from ..index.gather_scatter import gather
+    from ..movement import squeeze
     from ..sorting import sort
 
     s = sort(rows, -1)
@@ -117,11 +121,13 @@ def _median(x: Tensor, dim, keepdim: bool, op: str, result, ignore_nan: bool):
     return result(values, indices)
 
 
+@public(method=True)
 def median(x: Tensor, dim: int | None = None, keepdim: bool = False):
     """The lower median: of all elements (a 0-d tensor), or (values, indices) along dim."""
     return _median(x, dim, keepdim, "median", MedianResult, False)
 
 
+@public(method=True)
 def nanmedian(x: Tensor, dim: int | None = None, keepdim: bool = False):
     """median ignoring NaNs (NaN only where a row is all NaN)."""
     return _median(x, dim, keepdim, "nanmedian", NanmedianResult, True)
@@ -138,9 +144,11 @@ def _mode_rows(xp, a):
     return out
 
 
+@public(method=True)
 def mode(x: Tensor, dim: int = -1, keepdim: bool = False):
     """(values, indices) of the most frequent value along dim (the smallest among ties)."""
-    from ..movement import gather, reshape, squeeze, unsqueeze
+    from ..index.gather_scatter import gather
+    from ..movement import reshape, squeeze, unsqueeze
 
     if x.ndim == 0:
         return ModeResult(x * 1 if x.dtype.is_floating_point else x,
@@ -232,24 +240,27 @@ def _sorted(rows: Tensor) -> Tensor:
 
 
 def _take(sorted_rows: Tensor, ranks) -> Tensor:
-    from ..movement import gather
+    from ..index.gather_scatter import gather
 
     shape = tuple(sorted_rows.shape[:-1]) + (1,)
     return gather(sorted_rows, -1, _index_of(ranks, shape, sorted_rows))
 
 
+@public(method=True)
 def quantile(x: Tensor, q, dim: int | None = None, keepdim: bool = False, *,
              interpolation: str = "linear") -> Tensor:
     """The q-th quantiles along dim (of all elements when None); NaN where a row has NaN."""
     return _quantile(x, q, dim, keepdim, interpolation, "quantile", False)
 
 
+@public(method=True)
 def nanquantile(x: Tensor, q, dim: int | None = None, keepdim: bool = False, *,
                 interpolation: str = "linear") -> Tensor:
     """quantile ignoring NaNs (NaN only where a row is all NaN)."""
     return _quantile(x, q, dim, keepdim, interpolation, "nanquantile", True)
 
 
+@public(method=True)
 def count_nonzero(x: Tensor, dim=None) -> Tensor:
     """How many elements are not zero, over dim (all dims when None), as int64."""
     from ..elementwise import ne
@@ -259,9 +270,10 @@ def count_nonzero(x: Tensor, dim=None) -> Tensor:
     return _sum(ne(x, 0), dim)
 
 
+@public(method=True)
 def bincount(x: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:
     """How often each value 0..max(x) occurs in a 1-d int tensor (summed weights if given)."""
-    if x.ndim != 1 or x.dtype.category != 1 or x.dtype is _dt.bool_:
+    if x.ndim != 1 or not x.dtype.is_integer:  # bool is no integer dtype
         raise ShapeError(f"bincount: expected a 1-d integer tensor, got {describe(x)}",
                          op="bincount", operands=[("input", describe(x))])
     if weights is not None and tuple(weights.shape) != tuple(x.shape):
@@ -282,6 +294,7 @@ def bincount(x: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Te
     return Tensor._make(out, out.shape, dtype, x.device)
 
 
+@public(method=True)
 def aminmax(x: Tensor, *, dim: int | None = None, keepdim: bool = False):
     """(min, max) over dim (over all elements when None)."""
     from .extrema import amax, amin
@@ -293,11 +306,12 @@ def aminmax(x: Tensor, *, dim: int | None = None, keepdim: bool = False):
     return AminmaxResult(amin(x, dims, keepdim), amax(x, dims, keepdim))
 
 
+@public(method=True)
 def cov(x: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
         aweights: Tensor | None = None) -> Tensor:
     """The covariance matrix of the rows of x (variables) over its columns (observations)."""
     from ..elementwise import clamp_min
-    from ..linalg import matmul
+    from ..linalg.matmul import matmul
     from ..movement import reshape, squeeze
     from .sums import sum as _sum
 
@@ -330,6 +344,7 @@ def cov(x: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
     return squeeze(out / norm)
 
 
+@public(method=True)
 def corrcoef(x: Tensor) -> Tensor:
     """The Pearson correlation matrix of the rows of x, clipped to [-1, 1]."""
     from ..elementwise import clamp, sqrt
@@ -340,8 +355,3 @@ def corrcoef(x: Tensor) -> Tensor:
         return c / c
     std = sqrt(diagonal(c))
     return clamp((c / unsqueeze(std, 1)) / unsqueeze(std, 0), -1, 1)
-
-
-METHODS = ("nansum", "nanmean", "median", "nanmedian", "mode", "quantile", "nanquantile",
-           "count_nonzero", "aminmax", "bincount", "cov", "corrcoef")
-__all__ = list(METHODS)

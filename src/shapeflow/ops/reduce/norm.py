@@ -8,13 +8,14 @@ from ... import dtypes as _dt
 from ...errors import DTypeError, ShapeError
 from ...tensor import Tensor, describe
 from ..base import OUT, X0, apply
+from ..registry import public
 from ._common import Reduction, _compute_np
 from .extrema import amax, amin
 from .sums import sum
 
 
 def _need_float(op: str, x: Tensor) -> None:
-    if x.dtype.category != 2:
+    if not x.dtype.is_floating_point:
         raise DTypeError(
             f"{op}(): expected a floating point tensor, got {x.dtype}", op=op,
             operands=[("input", describe(x))],
@@ -31,7 +32,7 @@ class VectorNorm(Reduction):
         self.p = p
 
     def out_dtype(self, dt):
-        if dt.category != 2:
+        if not dt.is_floating_point:
             raise DTypeError(f"norm(): expected a floating point tensor as input, got {dt}",
                              op="norm", hint="convert with .float() first")
         return dt
@@ -72,6 +73,7 @@ class VectorNorm(Reduction):
         return (self.keep(g) * scale * xs,)
 
 
+@public(method=True)
 def norm(x: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
     """The p-norm over dim (all elements when None); 'fro' is the 2-norm of the elements."""
     from ..elementwise import abs as abs_
@@ -81,13 +83,13 @@ def norm(x: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Ten
     if p == "fro" or p is None:
         p = 2
     if p == "nuc":  # the sum of singular values over dim (all dims when None), as PyTorch
-        from ..matrix.norms import matrix_norm  # same layer; matrix imports this module
+        from ..linalg.norms import matrix_norm  # same layer; linalg imports this module
 
         dims = tuple(range(x.ndim)) if dim is None else dim
         return matrix_norm(x, "nuc", dims, keepdim)
     if isinstance(p, str):
         raise ShapeError(f"norm: p={p!r} is not supported (use a number, 'fro' or 'nuc')")
-    if x.dtype.category != 2:
+    if not x.dtype.is_floating_point:
         _need_float("norm", x)
     if dim == ():
         dim = None

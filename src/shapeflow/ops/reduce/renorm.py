@@ -6,12 +6,11 @@ from __future__ import annotations
 from ...errors import DTypeError, ShapeRuntimeError
 from ...shape import normalize_dim
 from ...tensor import Tensor, describe
+from ..registry import public
 from .norm import norm
 
-METHODS = ("renorm",)
-__all__ = list(METHODS)
 
-
+@public(method=True)
 def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:  # noqa: A002
     """input with each input.select(dim, i) of p-norm above maxnorm scaled by
     maxnorm / (norm + 1e-7), as PyTorch's (the others unchanged)."""

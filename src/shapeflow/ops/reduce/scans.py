@@ -6,9 +6,11 @@ from collections import namedtuple
 
 from ... import dtypes as _dt
 from ...device import meta
+from ...dtypes import INT_TO_FLOAT, INT_TO_LONG, promote
 from ...errors import ShapeError
 from ...tensor import Tensor, describe
 from ..base import OUT, X0, Op, apply
+from ..registry import public
 from ._common import _int64, _one_dim
 from .cumulative import Cumsum
 
@@ -31,13 +33,15 @@ class Cumprod(Op):
     """Running product along one dim; its gradient is exact where inputs are 0."""
 
     name = "cumprod"
+    promotion = INT_TO_LONG
 
     def __init__(self, dim: int) -> None:
         self.dim = dim
 
     def infer(self, x):
         self.d = _one_dim(self.dim, x, self.name)
-        return x.shape, (_int64 if x.dtype.category < 2 else x.dtype)
+        dt = x.dtype
+        return x.shape, dt if dt.is_floating_point else promote(self.promotion, dt)
 
     def saved(self, x, out):
         return _KEEP_X_OUT
@@ -90,6 +94,7 @@ class CumprodGradWithZeros(Op):
         return _unrows(xp, grad.astype(g.dtype, copy=False), tuple(x.shape), d)
 
 
+@public(method=True)
 def cumprod(x: Tensor, dim: int, dtype=None) -> Tensor:
     """The running product along dim."""
     if dtype is not None:
@@ -126,18 +131,20 @@ class CumExtremeIndex(Op):
 
 
 def _cum_extreme(x: Tensor, dim: int, largest: bool):
-    from ..movement import gather
+    from ..index.gather_scatter import gather
 
     indices = apply(CumExtremeIndex(dim, largest), x)
     values = gather(x, dim, indices) if x.ndim else x.clone()
     return (CummaxResult if largest else CumminResult)(values, indices)
 
 
+@public(method=True)
 def cummax(x: Tensor, dim: int):
     """(values, indices) of the running maximum along dim."""
     return _cum_extreme(x, dim, True)
 
 
+@public(method=True)
 def cummin(x: Tensor, dim: int):
     """(values, indices) of the running minimum along dim."""
     return _cum_extreme(x, dim, False)
@@ -147,13 +154,15 @@ class LogCumSumExp(Op):
     """log(cumsum(exp(x))) along dim, by a running logaddexp (no overflow, no underflow)."""
 
     name = "logcumsumexp"
+    promotion = INT_TO_FLOAT
 
     def __init__(self, dim: int) -> None:
         self.dim = dim
 
     def infer(self, x):
         self.d = _one_dim(self.dim, x, self.name)
-        return x.shape, (x.dtype if x.dtype.category == 2 else _dt.default_float)
+        dt = x.dtype
+        return x.shape, dt if dt.is_floating_point else promote(self.promotion, dt)
 
     def saved(self, x, out):
         return _KEEP_X_OUT
@@ -197,11 +206,13 @@ class LogCumSumExpGrad(Op):
         return grad.astype(x.dtype, copy=False)
 
 
+@public(method=True)
 def logcumsumexp(x: Tensor, dim: int) -> Tensor:
     """log(cumsum(exp(x), dim)), computed stably."""
     return apply(LogCumSumExp(dim), x)
 
 
+@public(method=True)
 def diff(x: Tensor, n: int = 1, dim: int = -1, prepend=None, append=None) -> Tensor:
     """The n-th forward difference along dim (prepend/append joined first); bool uses xor."""
     from ..elementwise import logical_xor
@@ -229,12 +240,9 @@ def diff(x: Tensor, n: int = 1, dim: int = -1, prepend=None, append=None) -> Ten
     return x
 
 
+@public(sf=False, method=True)
 def cumprod_(x: Tensor, dim: int, dtype=None) -> Tensor:
     """In-place cumprod."""
     from ..inplace import inplace
 
     return inplace(x, "cumprod_", lambda src: cumprod(src, dim, dtype))
-
-
-METHODS = ("cumprod", "cummax", "cummin", "logcumsumexp", "diff", "cumprod_")
-__all__ = list(METHODS[:-1])

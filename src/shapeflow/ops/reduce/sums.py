@@ -7,19 +7,19 @@ import warnings
 
 from ... import dtypes as _dt
 from ...autograd.autocast_state import hot as _autocast_hot
+from ...dtypes import INT_TO_FLOAT, INT_TO_LONG
 from ...errors import DTypeError
 from ...shape import prod_dims
 from ...tensor import Tensor
 from .. import autocast as _autocast
 from ..base import OUT, X0, apply
-from ._common import Reduction, _compute_np, _int64, reduced_shape
+from ..registry import public
+from ._common import Reduction, _compute_np, reduced_shape
 
 
 class Sum(Reduction):
     name = "sum"
-
-    def out_dtype(self, dt):
-        return _int64 if dt.category < 2 else dt  # PyTorch sums ints and bools as int64
+    promotion = INT_TO_LONG  # PyTorch sums ints and bools as int64
 
     def forward(self, x):
         dt = self.out_dtype(_dt.from_numpy_dtype(x.dtype)).np
@@ -34,7 +34,7 @@ class Mean(Reduction):
     name = "mean"
 
     def out_dtype(self, dt):
-        if dt.category != 2:
+        if not dt.is_floating_point:
             raise DTypeError(
                 f"mean(): could not infer output dtype. Input dtype must be a floating point "
                 f"dtype, got {dt}", op="mean",
@@ -63,9 +63,7 @@ class Mean(Reduction):
 
 class Prod(Reduction):
     name = "prod"
-
-    def out_dtype(self, dt):
-        return _int64 if dt.category < 2 else dt
+    promotion = INT_TO_LONG
 
     def saved(self, x, out):
         return (X0, OUT)
@@ -91,9 +89,7 @@ class Prod(Reduction):
 
 class LogSumExp(Reduction):
     name = "logsumexp"
-
-    def out_dtype(self, dt):
-        return dt if dt.category == 2 else _dt.default_float
+    promotion = INT_TO_FLOAT
 
     def saved(self, x, out):
         return (X0, OUT)
@@ -118,17 +114,20 @@ class LogSumExp(Reduction):
         return (self.keep(g) * exp(x - self.keep(out)),)
 
 
+@public(method=True)
 def sum(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:  # noqa: A001
     out = apply(Sum(dim, keepdim), x)
     return out if dtype is None else out.to(dtype)
 
 
+@public(method=True)
 def mean(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
     if dtype is not None:
         x = x.to(dtype)
     return apply(Mean(dim, keepdim), x)
 
 
+@public(method=True)
 def prod(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
     if _autocast_hot.on:  # sf.autocast: fp32
         x, = _autocast.fp32(x)
@@ -140,6 +139,7 @@ def prod(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
     return out if out.dtype is x.dtype else out.to(x.dtype)
 
 
+@public(method=True)
 def logsumexp(x: Tensor, dim, keepdim: bool = False) -> Tensor:
     """log(sum(exp(x))) over dim, computed without overflow."""
     return apply(LogSumExp(dim, keepdim), x)

@@ -1,0 +1,104 @@
+"""sf.compile and its companions: the entry points a ported torch.compile line meets."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import types
+
+from .compiled import LIVE, CompiledFunction, CompileReport
+from .errors import ReplayError
+
+BACKENDS = ("inductor", "shapeflow", "eager")  # "eager": run as written (PyTorch's debug one)
+MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="inductor",
+            mode: str | None = None, options: dict | None = None, disable: bool = False,
+            buckets: dict | None = None):
+    """Compile a module or function (or, with no model, a decorator that does).
+
+    `dynamic`: None (dims whose size changes become symbolic), True (every dim symbolic),
+    False (none), or names per dim ('B,L': dim 0 is B, dim 1 is L); `buckets`: {name: upper
+    bounds} (default powers of two); `fullgraph=True` raises at a graph break instead of
+    running that call eagerly. `mode` and `options` are accepted as PyTorch's; on the CPU
+    every mode replays the same way."""
+    if model is None:
+        return functools.partial(compile, fullgraph=fullgraph, dynamic=dynamic,
+                                 backend=backend, mode=mode, options=options, disable=disable,
+                                 buckets=buckets)
+    if not isinstance(backend, str) or backend not in BACKENDS:
+        raise ReplayError(f"sf.compile: unknown backend {backend!r}",
+                          hint=f"shapeflow compiles with {', '.join(map(repr, BACKENDS))}")
+    if mode not in MODES:
+        raise ReplayError(f"sf.compile: unknown mode {mode!r}",
+                          hint=f"one of {', '.join(repr(m) for m in MODES[1:])}")
+    if options is not None and not isinstance(options, dict):
+        raise ReplayError(f"sf.compile: options must be a dict, got {type(options).__name__}")
+    if dynamic is not None and not isinstance(dynamic, (bool, str, tuple, list)):
+        raise ReplayError(f"sf.compile: dynamic must be None, a bool or dim names, got "
+                          f"{dynamic!r}")
+    from ..nn.module import Module
+    from .module import CompiledModule
+
+    if disable or backend == "eager":
+        return model
+    if isinstance(model, Module):
+        return CompiledModule(model, dynamic=dynamic, buckets=buckets, fullgraph=fullgraph)
+    if not callable(model):
+        raise ReplayError(f"sf.compile: expected a Module or a function, got "
+                          f"{type(model).__name__}")
+    modules, state = _captured(model)
+    compiled = CompiledFunction(model, dynamic=dynamic, buckets=buckets, fullgraph=fullgraph,
+                                modules=modules, state=state)
+    functools.update_wrapper(compiled, model, updated=())
+    return compiled
+
+
+def _captured(fn) -> tuple[list, list]:
+    """Modules and tensors fn reaches through its closure, its globals and bound self: their
+    parameters and buffers are the region's state, read afresh at each call."""
+    from ..nn.module import Module
+    from ..tensor import Tensor
+
+    found = []
+    target = getattr(fn, "__func__", fn)
+    if getattr(fn, "__self__", None) is not None:
+        found.append(fn.__self__)
+    for cell in getattr(target, "__closure__", None) or ():
+        with contextlib.suppress(ValueError):  # an empty cell
+            found.append(cell.cell_contents)
+    code = getattr(target, "__code__", None)
+    glob = getattr(target, "__globals__", {})
+    if code is not None:
+        names = set(code.co_names)
+        for const in code.co_consts:  # names read by nested functions and comprehensions
+            if isinstance(const, types.CodeType):
+                names |= set(const.co_names)
+        found += [glob[n] for n in names if n in glob]
+    modules = [x for x in found if isinstance(x, Module)]
+    tensors = [x for x in found if isinstance(x, Tensor)]
+    return modules, tensors
+
+
+def explain(compiled) -> CompileReport:
+    """What a compiled module or function did: traces, plans, replays, breaks and why."""
+    inner = compiled if isinstance(compiled, CompiledFunction) else \
+        getattr(compiled, "_compiled", None)
+    if not isinstance(inner, CompiledFunction):
+        raise ReplayError(f"explain: expected what sf.compile returned, got "
+                          f"{type(compiled).__name__}")
+    return inner.report()
+
+
+def reset() -> None:
+    """Forget every compiled region's traces, plans and bound shapes (torch._dynamo.reset):
+    each traces again at its next call."""
+    for compiled in list(LIVE):
+        compiled.reset()
+
+
+def disable(fn=None, recursive: bool = True):
+    """torch.compiler.disable: run fn eagerly (in shapeflow: fn as it is)."""
+    return (lambda f: f) if fn is None else fn
+

@@ -1,0 +1,64 @@
+"""Linear algebra, one home: the matmul primitive, einsum, products built on matmul (addmm,
+kron, tensordot...), factorizations (cholesky, qr, svd, eigh), inverses and determinants,
+and norms. `shapeflow.linalg` is the public face of the torch.linalg names.
+
+The torch-level names (torch.det, torch.svd returning V, torch.qr with `some`) live here.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+from ...tensor import Tensor
+from ..registry import public
+from ._common import LinAlgError  # noqa: F401  (re-exported: shapeflow.linalg)
+from .decompositions import cholesky as _cholesky
+from .decompositions import qr as _qr
+from .decompositions import svd as _svd
+from .einsum import Einsum, einsum  # noqa: F401  (Einsum: io/onnx.py's exporters)
+from .inverse import det, inv, inverse, logdet, slogdet, solve  # noqa: F401
+from .matmul import Matmul, bmm, dot, matmul, mm, mv, outer  # noqa: F401  (Matmul: io/onnx.py)
+from .norms import pinverse  # noqa: F401
+from .products import (  # noqa: F401  (re-exported; the in-place ones: methods only)
+    addbmm,
+    addbmm_,
+    addmm,
+    addmm_,
+    addmv,
+    addmv_,
+    addr,
+    addr_,
+    baddbmm,
+    baddbmm_,
+    cdist,
+    cross,
+    inner,
+    kron,
+    tensordot,
+    vdot,
+)
+
+SVDOldResult = namedtuple("svd", ["U", "S", "V"])
+
+
+@public(method=True)
+def svd(a: Tensor, some: bool = True, compute_uv: bool = True):
+    """torch.svd: (U, S, V) with A = U diag(S) V^T (V, not Vh); reduced unless some=False."""
+    u, s, vh = _svd(a, full_matrices=not some)
+    if not compute_uv:
+        from ...factories import zeros_like
+
+        return SVDOldResult(zeros_like(u), s, zeros_like(vh.mT))
+    return SVDOldResult(u, s, vh.mT)
+
+
+@public(method=True)
+def qr(a: Tensor, some: bool = True):
+    """torch.qr: (Q, R), reduced unless some=False."""
+    return _qr(a, "reduced" if some else "complete")
+
+
+@public(method=True)
+def cholesky(a: Tensor, upper: bool = False) -> Tensor:
+    """torch.cholesky: L with A = L L^T (or U = L^T when upper)."""
+    return _cholesky(a, upper=upper)
