@@ -109,3 +109,24 @@ def test_a_parameter_replaced_by_another_size_is_seen():
         out = c(sf.ones(1, 3))
     assert out.shape == (1, 5)
     np.testing.assert_array_equal(out.numpy(), model(sf.ones(1, 3)).detach().numpy())
+
+
+def test_steps_that_read_values_outside_ops_break_the_trace():
+    """Embedding's max_norm renormalizes the rows it reads, in place: skipped on meta, it
+    would be missing from every replay; the trace stops there and the call runs eagerly."""
+    sf.manual_seed(0)
+    eager = nn.Embedding(10, 4, max_norm=0.5)
+    model = nn.Embedding(10, 4, max_norm=0.5)
+    model.load_state_dict(eager.state_dict())
+    c = sf.compile(model)
+    with sf.no_grad():
+        for ids in (sf.tensor([[1, 2]]), sf.tensor([[3, 4]])):
+            np.testing.assert_array_equal(c(ids).numpy(), eager(ids).numpy())
+    np.testing.assert_array_equal(model.weight.detach().numpy(), eager.weight.detach().numpy())
+    assert "max_norm renormalization reads the values" in str(c.report())
+
+    def nll(x, var):
+        return sf.nn.functional.gaussian_nll_loss(x, sf.zeros(3), var)
+
+    with pytest.raises(sf.ShapeError, match="negative"):  # the check still runs: eagerly
+        sf.compile(nll)(sf.ones(3), -sf.ones(3))

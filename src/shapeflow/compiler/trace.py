@@ -122,6 +122,9 @@ class Tracer:
         self.tape.entries.append((COPY, self.slot(target, "an in-place write"),
                                   self.slot(result, "an in-place write")))
 
+    def reads_data(self, what: str) -> None:
+        raise Untraceable(f"{what} reads the values, which a replay would skip", user_line())
+
     def factory(self, out: Tensor, fill) -> None:
         self.resolve()
         if fill is None:

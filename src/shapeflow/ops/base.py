@@ -305,6 +305,14 @@ def _apply_modes(op: Op, inputs, out: Tensor, grad: bool) -> Tensor:
     return out
 
 
+def reads_data(what: str) -> None:
+    """Called where a function skips, on a device that computes nothing, a step that reads
+    the values (a check, a renormalization): under sf.compile's trace that step would be
+    missing from every replay, so the trace stops there (a graph break) instead."""
+    if not _hot.quiet and _modes.tracer is not None:
+        _modes.tracer.reads_data(what)
+
+
 def _no_memory(op: Op, shape, dtype, device):
     """A MemoryError in a kernel, as shapeflow's error naming the op and its output's size."""
     from ..factories import allocation_error

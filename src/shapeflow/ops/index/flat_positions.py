@@ -14,6 +14,7 @@ from ... import dtypes as _dt
 from ...errors import ShapeError, ShapeRuntimeError
 from ...shape import normalize_dim
 from ...tensor import Tensor, describe
+from ..base import reads_data
 from ..movement.index_arrays import host
 from ..registry import public
 
@@ -146,7 +147,9 @@ def put(input: Tensor, index: Tensor, source: Tensor,  # noqa: A002
                                 op="put", operands=[("index", describe(index)),
                                                     ("source", describe(source))])
     flat_index = index.reshape(-1)
-    if index._data is not None and index._data.size:
+    if index._data is None:
+        reads_data("put's check of its indices")
+    elif index._data.size:
         data = index._data.reshape(-1)
         if data.min() < -n or data.max() >= n:
             bad = int(data.max() if data.max() >= n else data.min())

@@ -14,7 +14,7 @@ from ... import dtypes as _dt
 from ...errors import DeviceError, DTypeError, ShapeError, ShapeIndexError
 from ...shape import broadcast_shapes, dims_equal, format_shape, normalize_dim
 from ...tensor import Tensor, describe
-from ..base import X1, Op, apply
+from ..base import X1, Op, apply, reads_data
 from ..movement.index_arrays import INTP, add_at
 from ..registry import public
 from .gather_scatter import gather
@@ -159,7 +159,9 @@ class MaskedScatter(Op):
                              f"{x.dtype}", op=self.name, operands=ops)
         self.shape = broadcast_shapes(x.shape, mask.shape, self.name, ("input", "mask"))
         self.source_shape = tuple(source.shape)
-        if mask._data is not None and source._data is not None:
+        if mask._data is None or source._data is None:
+            reads_data(f"{self.name}'s check that source has an element per true entry")
+        else:
             xp = mask.device.xp
             need = int(xp.count_nonzero(xp.broadcast_to(mask._data, self.shape)))
             if need > source._data.size:

@@ -14,6 +14,7 @@ from ...errors import ShapeError, ShapeRuntimeError
 from ...shape import broadcast_shapes, format_shape
 from ...tensor import Tensor, describe
 from .. import autocast as _autocast
+from ..base import reads_data
 from ..elementwise.compare import where
 from ..registry import public
 from ._common import _check_pair, _reduce, _reduction
@@ -62,7 +63,9 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float, full: 
                                     f"{format_shape(si)} (same shape, one dim fewer, or one "
                                     "dim 1)", op=op, operands=[("input", describe(input)),
                                                                ("var", describe(var))])
-    if var._data is not None and var.numel() and float(var._data.min()) < 0:
+    if var._data is None:
+        reads_data(f"{op}'s check that var is not negative")
+    elif var.numel() and float(var._data.min()) < 0:
         raise ShapeError(f"{op}: var has negative entry", op=op,
                          operands=[("var", describe(var))])
     # PyTorch clamps var in place under no_grad: the value is clamped, the gradient is not

@@ -6,7 +6,7 @@ from ... import dtypes as _dt
 from ...errors import DTypeError, ShapeIndexError, ShapeRuntimeError
 from ...shape import format_shape
 from ...tensor import Tensor, describe
-from ..base import Op, Saved, apply
+from ..base import Op, Saved, apply, reads_data
 from ..registry import public
 
 
@@ -117,8 +117,11 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
                                     f"num_embeddings={n}", op="embedding")
         if padding_idx < 0:
             padding_idx += n
-    if max_norm is not None and weight._data is not None and input._data is not None:
-        _renorm_rows(input, weight, max_norm, norm_type)
+    if max_norm is not None:
+        if weight._data is not None and input._data is not None:
+            _renorm_rows(input, weight, max_norm, norm_type)
+        else:
+            reads_data("embedding's max_norm renormalization")
     return apply(Embedding(padding_idx, scale_grad_by_freq), input, weight)
 
 
