@@ -5,7 +5,7 @@ from __future__ import annotations
 import operator
 
 from ... import dtypes as _dt
-from ...dtypes import ALWAYS_BOOL, promote_types, result_type
+from ...dtypes import ALWAYS_BOOL, NO_OPMATH, promote, result_type
 from ...errors import DTypeError
 from ...shape import broadcast_shapes
 from ...tensor import Tensor, describe
@@ -68,8 +68,8 @@ IsNan, IsInf, IsFinite = _predicate("isnan"), _predicate("isinf"), _predicate("i
 
 class Where(Op):
     name = "where"
-    # no promotion kind declared: a 0-d value promotes here as a dimensioned one
-    # (promote_types), where PyTorch's where (NO_OPMATH) gives it its own tier
+    promotion = NO_OPMATH  # PyTorch's: the values' dtypes by result_type's tiers (a 0-d
+    #                        value does not widen a dimensioned one of its category)
 
     def infer(self, cond, a, b):
         if cond.dtype is not _dt.bool_:
@@ -78,7 +78,7 @@ class Where(Op):
                              hint="compare first, e.g. where(x > 0, ...)")
         shape = broadcast_shapes(cond.shape, a.shape, "where", ("condition", "input"))
         shape = broadcast_shapes(shape, b.shape, "where", ("input", "other"))
-        self.compute = promote_types(a.dtype, b.dtype)
+        self.compute = a.dtype if a.dtype is b.dtype else promote(NO_OPMATH, a, b)
         return shape, self.compute
 
     def saved(self, cond, a, b, out):
