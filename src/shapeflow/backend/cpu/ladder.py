@@ -104,7 +104,7 @@ class CpuKernels(ReferenceKernels):
     # rows times a big weight ('mkl'); bf16gemm.c ('compiled') or MKL's 16-bit gemm ('mkl')
     # for bfloat16/float16, accumulating in float32; else NumPy ('numpy'). Sums run as
     # products with a ones vector (NumPy's BLAS gemv, 'blas') where that beats its reduction.
-    MIN_MACS = _gemm.MIN_MACS  # below it no product goes to MKL (read by ops/linalg.py)
+    MIN_MACS = _gemm.MIN_MACS  # below it no product goes to MKL (read by ops/linalg/matmul.py)
 
     def matmul(self, a, b, out=None):
         """a @ b, any rank >= 1 (batch dims broadcast). The matmul op runs its small 2-D
