@@ -130,3 +130,33 @@ def test_steps_that_read_values_outside_ops_break_the_trace():
 
     with pytest.raises(sf.ShapeError, match="negative"):  # the check still runs: eagerly
         sf.compile(nll)(sf.ones(3), -sf.ones(3))
+
+
+_SEEN: list = []
+
+
+class _Probe(nn.Module):
+    """Notes, from inside its forward, where the module compiled (the original) keeps its
+    weight: another thread running the original meanwhile must find it on cpu."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+
+    def forward(self, x):
+        _SEEN.append(str(_PROBE[0].lin.weight.device))
+        return self.lin(x)
+
+
+_PROBE: list = []
+
+
+def test_tracing_a_module_leaves_the_module_itself_alone():
+    _PROBE[:] = [_Probe()]
+    _SEEN.clear()
+    c = sf.compile(_PROBE[0])
+    with sf.no_grad():
+        x = sf.ones(1, 2)
+        np.testing.assert_array_equal(c(x).numpy(), _PROBE[0](x).numpy())
+    assert c.report().counts["traces"] == 1
+    assert _SEEN and set(_SEEN) == {"cpu"}  # the trace ran a meta copy, not the module

@@ -323,7 +323,8 @@ class CompiledFunction:
         start = time.perf_counter()
         try:
             tape = trace(self.fn, leaves, _rebuilder(tree, leaves), self.state, dims, ranges,
-                         flatten)
+                         flatten, module=self.fn if self.roots and self.fn is self.roots[0]
+                         else None)
         except Untraceable as e:
             undecided = getattr(e.__cause__, "undecided", None)
             if bucket is None and undecided:

@@ -9,6 +9,7 @@ cannot decide) stops the trace: a graph break, with the line that caused it.
 
 from __future__ import annotations
 
+import copy
 import linecache
 import os
 import sys
@@ -159,11 +160,30 @@ def _meta_input(x: Tensor, dims: dict, index: int) -> Tensor:
     return m
 
 
+def _meta_twin(module, state: list):
+    """A copy of `module` on meta, and the copy of each state tensor: tracing it leaves the
+    module itself alone, so other threads may run it meanwhile. None where it cannot be
+    copied (then its state is moved to meta for the while, as for a function's)."""
+    from ..nn.parameter import Parameter  # (compiler sits above nn)
+
+    memo = {}
+    for t in state:
+        m = Tensor._make(None, t.shape, t.dtype, meta)
+        memo[id(t)] = Parameter(m, requires_grad=t.requires_grad) \
+            if isinstance(t, Parameter) else m
+    try:
+        twin = copy.deepcopy(module, memo)
+    except (TypeError, copy.Error, RecursionError):
+        return None
+    return twin, [memo[id(t)] for t in state]
+
+
 def trace(fn, leaves: list, rebuild, state: list, dims: dict, ranges: dict,
-          flatten) -> Tape:
+          flatten, module=None) -> Tape:
     """Run fn once on meta: `leaves` the flattened arguments (tensors become meta inputs, with
     dims[(leaf, dim)] = name symbolic), `rebuild(leaves)` the (args, kwargs) again, `state` the
-    module tensors; sizes assumed within `ranges`. Raises Untraceable at a graph break."""
+    module tensors; sizes assumed within `ranges`. With `module` (fn is that module), a meta
+    copy of it runs instead. Raises Untraceable at a graph break."""
     tape = Tape(symbols=tuple(sorted(set(dims.values()))), ranges=dict(ranges))
     tracer = Tracer(tape)
     meta_leaves = []
@@ -175,14 +195,18 @@ def trace(fn, leaves: list, rebuild, state: list, dims: dict, ranges: dict,
         else:
             meta_leaves.append(x)
     args, kwargs = rebuild(meta_leaves)
-    versions = [t._version[0] for t in state]
+    twin = _meta_twin(module, state) if module is not None else None
+    traced = state if twin is None else twin[1]  # the tensors the run reads
+    if twin is not None:
+        fn = twin[0]
+    versions = [t._version[0] for t in traced]
     old_device, old_tracer = get_default_device(), grad_mode.state.tracer
     # autocast's cast of each weight, cached for the region, is made again in the trace (and
     # so at each replay): a cached cpu copy would be a tensor no traced op made
     old_casts, autocast_state.state.cache = autocast_state.state.cache, {}
-    with _on_meta(state):
-        for t in state:
-            tape.state.append((t, tracer.add(t, STATE, "state")))
+    with _on_meta(state if twin is None else ()):
+        for t, m in zip(state, traced):  # the replay reads t; the trace sees m
+            tape.state.append((t, tracer.add(m, STATE, "state")))
         grad_mode.state.tracer = tracer
         grad_mode.state.settle()
         set_default_device(meta)  # factories inside the region make meta tensors: recorded
@@ -206,8 +230,8 @@ def trace(fn, leaves: list, rebuild, state: list, dims: dict, ranges: dict,
             set_default_device(old_device)
             autocast_state.state.cache = old_casts
     written = {e[1] for e in tape.entries if e[0] == COPY}
-    for (t, s), before in zip(tape.state, versions):
-        if t._version[0] != before and s not in written:
+    for (t, s), m, before in zip(tape.state, traced, versions):
+        if m._version[0] != before and s not in written:
             raise Untraceable(f"module state {describe(t)} was changed outside an op (a "
                               "running statistic updated in place?): the replay would not "
                               "change it", None)
