@@ -192,7 +192,6 @@ class CpuKernels(ReferenceKernels):
         self.stats["col_sums", "blas"] += 1
         return np.matmul(ones, x2, out=out)
 
-    blas_sums = _blas_sum  # backend/cpu/blas_sum.py, for ops/blas_sum.py's old names
 
 
     # ---- norm: layer, batch, instance, group, rms ----------------------------------------

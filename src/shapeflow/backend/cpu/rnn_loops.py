@@ -163,19 +163,8 @@ def gru_backward(ds, x2, h0, w_ih, w_hh, states, gates, steps, need, scratch,
         cells.gru_backward(gp + a * 4 * h * _F4, hpp + a * h * _F4, dsp + a * ldd * _F4, ldd,
                            dhp, xp + a * 3 * h * _F4, ghp + a * 3 * h * _F4, bs, h)
         tb.matmul_accumulate(dgh[a:a + bs], w_hh, dh_c[:bs])
-    return gru_input_and_weight_grads(tb, dxw, dgh, x2, hp, w_ih, dh_c, need)
+    return tb.gru_input_and_weight_grads(dxw, dgh, x2, hp, w_ih, dh_c, need)
 
-
-def gru_input_and_weight_grads(tb, dxw, dgh, x2, hp, w_ih, dh_c, need) -> tuple:
-    """(dx, dh0, dw_ih, dw_hh, db_ih, db_hh) from the gates' gradients of every step (dxw
-    for the input projection, dgh for the hidden one; hp the previous states)."""
-    need_x, need_wih, need_whh, need_b = need
-    dx = tb.matmul(dxw, w_ih) if need_x else None
-    dw_ih = tb.matmul(dxw.T, x2) if need_wih else None
-    dw_hh = tb.matmul(dgh.T, hp) if need_whh else None
-    db_ih = tb.col_sums(dxw) if need_b else None
-    db_hh = tb.col_sums(dgh) if need_b else None
-    return dx, dh_c, dw_ih, dw_hh, db_ih, db_hh
 
 
 class CompiledLoops:

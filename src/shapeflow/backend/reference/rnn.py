@@ -9,6 +9,18 @@ from __future__ import annotations
 class RnnKernels:
     """rnn kernels (a mixin of ReferenceKernels)."""
 
+    def gru_input_and_weight_grads(self, dxw, dgh, x2, hp, w_ih, dh_c, need) -> tuple:
+        """(dx, dh0, dw_ih, dw_hh, db_ih, db_hh) of a GRU from its gates' gradients at every
+        step (dxw for the input projection, dgh for the hidden one; hp the previous states):
+        the products after the step loop, whichever loop (compiled or NumPy) ran it."""
+        need_x, need_wih, need_whh, need_b = need
+        dx = self.matmul(dxw, w_ih) if need_x else None
+        dw_ih = self.matmul(dxw.T, x2) if need_wih else None
+        dw_hh = self.matmul(dgh.T, hp) if need_whh else None
+        db_ih = self.col_sums(dxw) if need_b else None
+        db_hh = self.col_sums(dgh) if need_b else None
+        return dx, dh_c, dw_ih, dw_hh, db_ih, db_hh
+
     def rnn_cells(self, dtype):
         """The compiled LSTM/GRU time loops for `dtype` (ops/nn/recurrent_cells.py calls
         them), or None: the op runs recurrent_steps.py's loops."""

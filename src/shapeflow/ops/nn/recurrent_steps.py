@@ -227,19 +227,8 @@ def gru_backward(kern, ds, x2, h0, w_ih, w_hh, states, gates, steps: Steps, need
         dh *= z
         dh += kern.matmul(d, w_hh)
         dh_c[:bs] = dh
-    return gru_input_and_weight_grads(kern, dxw, dgh, x2, hp, w_ih, dh_c, need)
+    return kern.gru_input_and_weight_grads(dxw, dgh, x2, hp, w_ih, dh_c, need)
 
-
-def gru_input_and_weight_grads(kern, dxw, dgh, x2, hp, w_ih, dh_c, need) -> tuple:
-    """(dx, dh0, dw_ih, dw_hh, db_ih, db_hh) from the gates' gradients of every step (dxw
-    for the input projection, dgh for the hidden one; hp the previous states)."""
-    need_x, need_wih, need_whh, need_b = need
-    dx = kern.matmul(dxw, w_ih) if need_x else None
-    dw_ih = kern.matmul(dxw.T, x2) if need_wih else None
-    dw_hh = kern.matmul(dgh.T, hp) if need_whh else None
-    db_ih = kern.col_sums(dxw) if need_b else None
-    db_hh = kern.col_sums(dgh) if need_b else None
-    return dx, dh_c, dw_ih, dw_hh, db_ih, db_hh
 
 
 def rnn_forward(kern, x2, h0, w_ih, w_hh, bias, relu: bool, steps: Steps):
