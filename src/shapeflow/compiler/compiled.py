@@ -139,17 +139,7 @@ class CompiledFunction:
             return self.fn(*args, **kwargs)  # inside another region's trace: inline it
         if layout_epoch[0] != self.epoch:  # a parameter, buffer or module was replaced
             self._layout_changed()
-        amp = (autocast_state.state.enabled, autocast_state.state.dtype) \
-            if autocast_state.hot.on else None
-        key = [(grad, amp, tuple([m.training for m in self.modules]))]
-        arrays = []
-        for x in leaves:
-            if type(x) is Tensor or isinstance(x, Tensor):
-                key.append((x.dtype, x.device, tuple(x.shape)))
-                arrays.append(x._data)
-            else:
-                key.append(_hashable(x))
-        key = tuple(key)
+        key, arrays = self._key(leaves, grad)
         entry = self.programs.get(key)
         if entry is None:
             entry = self._prepare(key, leaves, tree)
@@ -185,20 +175,21 @@ class CompiledFunction:
             self.events.append(Event("eager", why))
         return self.fn(*args, **kwargs)
 
-    def _modes(self) -> tuple:
-        """What the key of a call starts with (as __call__ writes it inline)."""
+    def _key(self, leaves, grad: bool, device=None) -> tuple:
+        """(the call's key: modes, each tensor's dtype, device and shape, the other values;
+        the tensors' arrays). `device` stands in for the tensors' own (a plan's meta example
+        keys as a call on the default device would)."""
         amp = (autocast_state.state.enabled, autocast_state.state.dtype) \
             if autocast_state.hot.on else None
-        return (grad_mode.is_grad_enabled(), amp, tuple([m.training for m in self.modules]))
-
-    def _exact_key(self, leaves, device=None) -> tuple:
-        parts = [self._modes()]
+        key = [(grad, amp, tuple([m.training for m in self.modules]))]
+        arrays = []
         for x in leaves:
             if type(x) is Tensor or isinstance(x, Tensor):
-                parts.append((x.dtype, device or x.device, tuple(x.shape)))
+                key.append((x.dtype, device or x.device, tuple(x.shape)))
+                arrays.append(x._data)
             else:
-                parts.append(_hashable(x))
-        return tuple(parts)
+                key.append(_hashable(x))
+        return tuple(key), arrays
 
     # ---- a new shape: phase, bucket, binding ---------------------------------------
     def _prepare(self, key, leaves, tree):
@@ -370,8 +361,8 @@ class CompiledFunction:
             leaves, tree = flatten((example, {}))
             self._learn_dynamic(leaves)
             with grad_mode.no_grad():  # the phase of calls on the default device
-                phase, env = self._phase(self._exact_key(leaves, get_default_device()),
-                                         leaves)
+                key, _ = self._key(leaves, False, get_default_device())
+                phase, env = self._phase(key, leaves)
                 tape = self.tapes.get(phase)
                 if tape is None:
                     tape = self._trace(phase, leaves, tree, env)

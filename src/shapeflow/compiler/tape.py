@@ -27,7 +27,6 @@ class Slot:
     dtype: object
     view_of: int | None = None  # the slot whose memory it shares (a view), else None
     made_by: str = ""  # the op, or the input/state it is
-    where: str = ""  # module path it was made in
     made: int = 0  # the entry count when it was made
     died: int | None = None  # the entry count when the trace dropped it (None: kept to the end)
 

@@ -16,7 +16,7 @@ import sys
 import weakref
 from contextlib import contextmanager
 
-from ..autograd import autocast_state, breaks, grad_mode
+from ..autograd import autocast_state, grad_mode
 from ..device import get_default_device, meta, set_default_device
 from ..errors import ShapeflowError
 from ..symbolic import Dim, assume
@@ -49,11 +49,6 @@ def user_line(tb=None) -> str | None:
     return None
 
 
-def path() -> str:
-    """The module path the trace is in now ("" at the top)."""
-    return breaks.current_path() or ""
-
-
 class Tracer:
     """Numbers the tensors of a region as its ops make them; appends entries to a tape."""
 
@@ -66,7 +61,7 @@ class Tracer:
         self.pending: list = []  # (tensor, slot) made since the last event
 
     def add(self, t: Tensor, kind: str, made_by: str = "") -> int:
-        slot = Slot(kind, tuple(t.shape), t.dtype, None, made_by, path())
+        slot = Slot(kind, tuple(t.shape), t.dtype, None, made_by)
         slot.made = len(self.tape.entries)
         self.tape.slots.append(slot)
         s = len(self.tape.slots) - 1
