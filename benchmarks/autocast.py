@@ -89,30 +89,36 @@ def vit_step() -> dict:
 
 
 def _gemm_share(step, repeats: int = 3) -> float:
-    """The share of `step`'s time inside backend.gemm.matmul (every Linear's products; the
-    attention's own block products are not counted, so this is a lower bound)."""
+    """The share of `step`'s time inside the cpu kernel table's products (matmul,
+    matmul_bias, matmul_accumulate: every Linear's; the attention's own block products are
+    not counted, so this is a lower bound)."""
     import time
 
-    from shapeflow.backend.cpu import gemm
+    from shapeflow.device import cpu
 
-    inner, spent = gemm.matmul, [0.0]
+    table, spent = cpu.kernels, [0.0]
+    names = ("matmul", "matmul_bias", "matmul_accumulate")
 
-    def timed(*args, **kwargs):
-        t = time.perf_counter()
-        try:
-            return inner(*args, **kwargs)
-        finally:
-            spent[0] += time.perf_counter() - t
+    def timing(inner):
+        def timed(*args, **kwargs):
+            t = time.perf_counter()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                spent[0] += time.perf_counter() - t
+        return timed
 
     step()
-    gemm.matmul = timed
+    for name in names:  # an instance attribute shadows the method while it is timed
+        setattr(table, name, timing(getattr(table, name)))
     try:
         t = time.perf_counter()
         for _ in range(repeats):
             step()
         total = time.perf_counter() - t
     finally:
-        gemm.matmul = inner
+        for name in names:
+            delattr(table, name)
     return spent[0] / total
 
 
