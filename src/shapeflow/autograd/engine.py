@@ -187,6 +187,7 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=(),
         for i, t in enumerate(capture):
             where[id(t.grad_fn) if t.grad_fn is not None else id(t)] = i
     captured = [None] * len(capture)
+    add = _add
 
     def deliver(edges, in_grads, node) -> None:
         """Give in_grads[i] to edge i ((to, shape, dtype) flattened), summed to its shape:
@@ -206,7 +207,7 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=(),
                     if isinstance(to, Tensor):
                         leaves[key] = to
                 else:  # a second arrival makes a new sum; later ones add into it in place
-                    grads[key] = new = _add(old, ig, not create_graph and id(old) in owned)
+                    grads[key] = new = add(old, ig, not create_graph and id(old) in owned)
                     if not create_graph:
                         owned.add(id(new))
             if watch is not None and key in watch.pending and watch.arrived(key) and \
@@ -222,17 +223,25 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=(),
             g = _run_hooks([h for h in leaf._hooks if type(h) is not PostAccumulateHook], g)
         if where and id(leaf) in where:
             captured[where[id(leaf)]] = g
+        elif tracer is not None and accumulate:
+            tracer.accumulate(leaf, g)
         elif accumulate:
             _accumulate_leaf(leaf, g, create_graph)
             if post:
                 for hook in post:
                     hook.fn(leaf)
 
+    # sf.compile's tracer records each node's backward, sum and .grad (compiler/training.py)
+    tracer = None if grad_mode.hot.quiet else grad_mode.state.tracer
+    if tracer is not None:
+        if create_graph:
+            tracer.reads_data("backward(create_graph=True)")
+        add = tracer.add_grads
     prev_mode, log = grad_mode.state.enabled, breaks.mute()  # backward's ops are no breaks
     grad_mode.set_enabled(create_graph)
     try:
         deliver(root_edges, root_grads, None)
-        fast_views = not create_graph
+        fast_views = not create_graph and tracer is None
         for node in order:
             g = grads.pop(id(node), None)
             if g is None:  # no path from the roots reaches it
@@ -242,7 +251,9 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=(),
                 g = _run_hooks(node.hooks, g)
             if where and id(node) in where:
                 captured[where[id(node)]] = g
-            if node.created_at is None:
+            if tracer is not None:
+                in_grads = tracer.backward(node, g)
+            elif node.created_at is None:
                 if node.slice_backward and fast_views and _view_into(grads, owned, node, g):
                     if not retain_graph:
                         node.release()

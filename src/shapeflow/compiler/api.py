@@ -48,23 +48,30 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="induc
     if not callable(model):
         raise ReplayError(f"sf.compile: expected a Module or a function, got "
                           f"{type(model).__name__}")
-    modules, state = _captured(model)
+    found = _captured(model)
     compiled = CompiledFunction(model, dynamic=dynamic, buckets=buckets, fullgraph=fullgraph,
-                                modules=modules, state=state)
+                                **found)
     functools.update_wrapper(compiled, model, updated=())
     return compiled
 
 
-def _captured(fn) -> tuple[list, list]:
-    """Modules and tensors fn reaches through its closure, its globals and bound self: their
-    parameters and buffers are the region's state, read afresh at each call."""
+def _captured(fn) -> dict:
+    """Modules, tensors, optimizers and LR schedulers fn reaches through its closure, its
+    globals and bound self (and that object's attributes): the modules' parameters and buffers
+    are the region's state, read afresh at each call; a training step's optimizer and
+    scheduler calls are made as written at each replay."""
     from ..nn.module import Module
+    from ..optim.lr_scheduler import LRScheduler
+    from ..optim.optimizer import Optimizer
     from ..tensor import Tensor
 
     found = []
     target = getattr(fn, "__func__", fn)
-    if getattr(fn, "__self__", None) is not None:
-        found.append(fn.__self__)
+    owner = getattr(fn, "__self__", None)
+    if owner is not None:
+        found.append(owner)
+        if not isinstance(owner, Module):  # a trainer object: its model and optimizer
+            found += list(getattr(owner, "__dict__", {}).values())
     for cell in getattr(target, "__closure__", None) or ():
         with contextlib.suppress(ValueError):  # an empty cell
             found.append(cell.cell_contents)
@@ -76,9 +83,16 @@ def _captured(fn) -> tuple[list, list]:
             if isinstance(const, types.CodeType):
                 names |= set(const.co_names)
         found += [glob[n] for n in names if n in glob]
-    modules = [x for x in found if isinstance(x, Module)]
-    tensors = [x for x in found if isinstance(x, Tensor)]
-    return modules, tensors
+    def unique(kind) -> list:
+        seen, out = set(), []
+        for x in found:
+            if isinstance(x, kind) and id(x) not in seen:
+                seen.add(id(x))
+                out.append(x)
+        return out
+
+    return {"modules": unique(Module), "state": unique(Tensor),
+            "optimizers": unique(Optimizer), "schedulers": unique(LRScheduler)}
 
 
 def explain(compiled) -> CompileReport:

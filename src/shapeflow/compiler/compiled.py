@@ -79,10 +79,13 @@ class CompiledFunction:
     """fn compiled: call it as fn. `report()` says what was traced, planned and replayed."""
 
     def __init__(self, fn, dynamic=None, buckets=None, fullgraph: bool = False,
-                 modules=(), state=()) -> None:
+                 modules=(), state=(), optimizers=(), schedulers=()) -> None:
         self.fn = fn
         self.fullgraph = fullgraph
         self.roots, self.extra_state = list(modules), list(state)
+        # a training step's objects whose calls the replay makes as written
+        self.optimizers, self.schedulers = list(optimizers), list(schedulers)
+        self.is_module = bool(self.roots) and fn is self.roots[0]
         self.names = _dynamic_names(dynamic)
         self.all_dynamic = dynamic is True
         self.never_dynamic = dynamic is False
@@ -131,15 +134,16 @@ class CompiledFunction:
             if kwargs:
                 leaves, tree = flatten((args, kwargs))
         grad = grad_mode.hot.quiet or grad_mode.state.enabled
-        if grad and (any(is_tensor(x) and x.requires_grad for x in leaves)
-                     or any(t.requires_grad for t in self.state)):
-            return self._eager("grad is recorded (a training forward): compiled regions "
-                               "replay inference only so far", args, kwargs)
+        step = self._step_state(leaves) if grad else None
+        if step is not None and self.is_module:
+            return self._eager("grad is recorded (a training forward): its backward runs "
+                               "outside the compiled module; compile the whole training "
+                               "step as a function to replay it", args, kwargs)
         if not grad_mode.hot.quiet and grad_mode.state.tracer is not None:
             return self.fn(*args, **kwargs)  # inside another region's trace: inline it
         if layout_epoch[0] != self.epoch:  # a parameter, buffer or module was replaced
             self._layout_changed()
-        key, arrays = self._key(leaves, grad)
+        key, arrays = self._key(leaves, grad, step=step)
         entry = self.programs.get(key)
         if entry is None:
             entry = self._prepare(key, leaves, tree)
@@ -152,6 +156,14 @@ class CompiledFunction:
         self.replays += 1
         out = program.wrap(program.run(arrays))
         return out[0] if tape.output_tree is None else unflatten(tape.output_tree, out)
+
+    def _step_state(self, leaves) -> tuple | None:
+        """Under grad mode, where something requires grad (a training step): each state
+        tensor's requires_grad and whether it has a .grad now; else None."""
+        if any(is_tensor(x) and x.requires_grad for x in leaves) or \
+                any(t.requires_grad for t in self.state):
+            return tuple([(t.requires_grad, t._grad is not None) for t in self.state])
+        return None
 
     def __get__(self, obj, objtype=None):  # a compiled method binds as the function would
         return self if obj is None else types.MethodType(self, obj)
@@ -175,13 +187,13 @@ class CompiledFunction:
             self.events.append(Event("eager", why))
         return self.fn(*args, **kwargs)
 
-    def _key(self, leaves, grad: bool, device=None) -> tuple:
+    def _key(self, leaves, grad: bool, device=None, step=None) -> tuple:
         """(the call's key: modes, each tensor's dtype, device and shape, the other values;
         the tensors' arrays). `device` stands in for the tensors' own (a plan's meta example
-        keys as a call on the default device would)."""
+        keys as a call on the default device would); `step` a training step's grad state."""
         amp = (autocast_state.state.enabled, autocast_state.state.dtype) \
             if autocast_state.hot.on else None
-        key = [(grad, amp, tuple([m.training for m in self.modules]))]
+        key = [(grad, amp, tuple([m.training for m in self.modules]), step)]
         arrays = []
         for x in leaves:
             if type(x) is Tensor or isinstance(x, Tensor):
@@ -314,8 +326,9 @@ class CompiledFunction:
         start = time.perf_counter()
         try:
             tape = trace(self.fn, leaves, _rebuilder(tree, leaves), self.state, dims, ranges,
-                         flatten, module=self.fn if self.roots and self.fn is self.roots[0]
-                         else None)
+                         flatten, module=self.fn if self.is_module else None,
+                         step=None if phase[0][3] is None else
+                         (self.optimizers, self.schedulers, self.roots))
         except Untraceable as e:
             undecided = getattr(e.__cause__, "undecided", None)
             if bucket is None and undecided:
@@ -346,7 +359,7 @@ class CompiledFunction:
             return _EAGER
         self.counts["traces"] += 1
         what = ", ".join(f"{n} in [{lo}, {hi}]" for n, (lo, hi) in sorted(ranges.items()))
-        self.events.append(Event("trace", f"{tape.ops} ops" + (f" ({what})" if what else
+        self.events.append(Event("trace", tape.summary() + (f" ({what})" if what else
                                                                " (static shapes)"),
                                  None, time.perf_counter() - start))
         if bucket is None:
@@ -356,13 +369,17 @@ class CompiledFunction:
     # ---- what it did -------------------------------------------------------------------
     def plan(self, *example, **sizes):
         """The memory plan of the bucket holding `sizes` (B=8, L=512): of the phase the
-        example arguments (meta tensors with symbolic dims will do) trace, else the last."""
-        if example:  # an inference plan: traced as a no_grad() call would be
+        example arguments (meta tensors with symbolic dims will do) trace, else the last.
+        A function's example is traced as a training step where grad mode is on and its
+        state requires grad; a module's, and anything else, as a no_grad() call would be."""
+        if example:
             leaves, tree = flatten((example, {}))
             self._learn_dynamic(leaves)
-            with grad_mode.no_grad():  # the phase of calls on the default device
-                key, _ = self._key(leaves, False, get_default_device())
-                phase, env = self._phase(key, leaves)
+            step = self._step_state(leaves) if grad_mode.is_grad_enabled() and \
+                not self.is_module else None
+            with grad_mode.set_grad_enabled(step is not None):  # the phase of calls on the
+                key, _ = self._key(leaves, step is not None, get_default_device(), step)
+                phase, env = self._phase(key, leaves)  # default device
                 tape = self.tapes.get(phase)
                 if tape is None:
                     tape = self._trace(phase, leaves, tree, env)

@@ -1,8 +1,14 @@
 """The tape: what one trace recorded, as a flat list over numbered slots.
 
 A slot is one tensor value of the region: an input, a piece of module state (a parameter or
-buffer, read from the module at each call), or what an op, an in-place write or a factory
-made. Shapes are symbolic in the dynamic dims; `bind` makes them numbers for one shape.
+buffer, read from the module at each call), a parameter's .grad as the call finds it, or
+what an op, an in-place write, a factory or a backward made. Shapes are symbolic in the
+dynamic dims; `bind` makes them numbers for one shape.
+
+A training step adds four kinds of entry: a node's backward (run on the replay's arrays),
+an in-place gradient sum, a gradient handed to a parameter's .grad, and a call the region
+makes as it is (optimizer.step(), zero_grad(), a scheduler's step) or a module's effect
+(BatchNorm's running statistics).
 """
 
 from __future__ import annotations
@@ -10,12 +16,17 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 
+from ..shape import Shape
 from ..symbolic import Dim, evaluator
 
 INPUT, STATE, OP, FILL = "input", "state", "op", "fill"
-# entry kinds: ("op", op, input slots, out slot), ("copy", target slot, source slot),
-# ("fill", fill, out slot)
-RUN, COPY, MAKE = 0, 1, 2
+GRAD, AUX, DROPPED = "grad", "aux", "dropped"  # a .grad read at the call; an op's saved
+# intermediate; a slot no entry makes (a discarded probe)
+# entry kinds: (RUN, op, input slots, out slot), (COPY, target slot, source slot),
+# (MAKE, fill, out slot), (BACKWARD, node, grad slot, saved slots, out slots),
+# (IADD, target slot, source slot), (GRADSET, parameter, grad slot, sum-into slot or None),
+# (CALL, function, args, kwargs), (EFFECT, function, op)
+RUN, COPY, MAKE, BACKWARD, IADD, GRADSET, CALL, EFFECT = range(8)
 
 
 @dataclass
@@ -40,6 +51,9 @@ class Tape:
     entries: list = field(default_factory=list)
     inputs: list = field(default_factory=list)  # slot per tensor leaf of the arguments
     state: list = field(default_factory=list)  # (tensor, slot): module state read per call
+    grads: list = field(default_factory=list)  # (parameter, slot): its .grad read per call
+    aux: dict = field(default_factory=dict)  # RUN entry index -> ((name, slot), ...) its
+    # forward leaves on the op for backward
     outputs: object = None  # the output's leaves: ("slot", i) or ("value", v)
     output_tree: object = None
     symbols: tuple = ()  # the dynamic dims' names
@@ -59,19 +73,41 @@ class Tape:
     def ops(self) -> int:
         return sum(1 for e in self.entries if e[0] == RUN)
 
+    def summary(self) -> str:
+        """'64 ops' (a forward), or '64 ops, 49 backward nodes, 2 calls' (a training step)."""
+        nodes = sum(1 for e in self.entries if e[0] == BACKWARD)
+        calls = sum(1 for e in self.entries if e[0] == CALL)
+        return f"{self.ops} ops" + (f", {nodes} backward nodes, {calls} calls" if nodes or calls
+                                    else "")
+
 
 def has_dim(value) -> bool:
     """Whether a value holds a symbolic size somewhere (tuples, lists, slices, dicts)."""
     t = type(value)
     if t is Dim:
         return True
-    if t is tuple or t is list:
+    if t is tuple or t is list or t is Shape:
         return any(has_dim(v) for v in value)
     if t is slice:
         return has_dim(value.start) or has_dim(value.stop) or has_dim(value.step)
     if t is dict:
         return any(has_dim(v) for v in value.values())
+    if _is_spec(t):
+        return any(has_dim(v) for _, v in _fields(value))
     return False
+
+
+def _is_spec(t: type) -> bool:
+    """An ops helper object holding sizes (a pooling window's spec), bound field by field;
+    never a tensor, an op or a module (their sizes are not the op's to bind)."""
+    return t.__module__.startswith("shapeflow.ops.") and not hasattr(t, "infer")
+
+
+def _fields(value) -> list:
+    names = getattr(type(value), "__slots__", None)
+    if names is None:
+        return list(getattr(value, "__dict__", {}).items())
+    return [(n, getattr(value, n)) for n in names if hasattr(value, n)]
 
 
 def bind_value(value, env: dict):
@@ -81,6 +117,8 @@ def bind_value(value, env: dict):
         return value.evaluate(env)
     if t is tuple:
         return tuple(bind_value(v, env) for v in value)
+    if t is Shape:
+        return Shape(bind_value(v, env) for v in value)
     if t is list:
         return [bind_value(v, env) for v in value]
     if t is slice:
@@ -99,15 +137,24 @@ def binder(value):
         return evaluator(value)
     if not has_dim(value):
         return lambda env, v=value: v
-    if t is tuple or t is list:
+    if t is tuple or t is list or t is Shape:
         parts = [binder(v) for v in value]
-        return (lambda env: tuple([f(env) for f in parts])) if t is tuple else \
+        return (lambda env: t([f(env) for f in parts])) if t is not list else \
             (lambda env: [f(env) for f in parts])
     if t is slice:
         a, b, c = binder(value.start), binder(value.stop), binder(value.step)
         return lambda env: slice(a(env), b(env), c(env))
-    keys, parts = list(value), [binder(v) for v in value.values()]
-    return lambda env: {k: f(env) for k, f in zip(keys, parts)}
+    if t is dict:
+        keys, parts = list(value), [binder(v) for v in value.values()]
+        return lambda env: {k: f(env) for k, f in zip(keys, parts)}
+    fields = [(n, binder(v)) for n, v in _fields(value) if has_dim(v)]
+
+    def bound_spec(env):
+        new = copy.copy(value)
+        for n, f in fields:
+            setattr(new, n, f(env))
+        return new
+    return bound_spec
 
 
 def attr_binders(obj) -> tuple:

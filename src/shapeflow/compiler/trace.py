@@ -14,7 +14,7 @@ import linecache
 import os
 import sys
 import weakref
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 from ..autograd import autocast_state, grad_mode
 from ..device import get_default_device, meta, set_default_device
@@ -22,7 +22,8 @@ from ..errors import ShapeflowError
 from ..symbolic import Dim, assume
 from ..tensor import Tensor, describe
 from .errors import Untraceable
-from .tape import COPY, FILL, INPUT, MAKE, OP, RUN, STATE, Slot, Tape, attr_binders
+from .tape import COPY, FILL, GRAD, INPUT, MAKE, OP, RUN, STATE, Slot, Tape, attr_binders
+from .training import BackwardTracing, opaque_calls
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -49,7 +50,7 @@ def user_line(tb=None) -> str | None:
     return None
 
 
-class Tracer:
+class Tracer(BackwardTracing):
     """Numbers the tensors of a region as its ops make them; appends entries to a tape."""
 
     def __init__(self, tape: Tape) -> None:
@@ -59,6 +60,27 @@ class Tracer:
         self.storage: dict[int, int] = {}  # id of a version counter -> the slot owning it
         self.versions: list = []
         self.pending: list = []  # (tensor, slot) made since the last event
+        # a training step's: id of a node's kept output -> (it, its slot); id of a parameter
+        # -> it; what each parameter's .grad should be now; state written by effects
+        self.kept_outputs: dict[int, tuple] = {}
+        self.param_of: dict[int, Tensor] = {}
+        self.expected_grads: dict[int, Tensor | None] = {}
+        self.effect_writes: set[int] = set()
+        self.ran: dict[int, object] = {}  # id -> op, of every op the tape runs
+
+    def line(self) -> str | None:
+        return user_line()
+
+    @contextmanager
+    def suspended(self):
+        """Ops run without being recorded (a node's backward, which is recorded whole)."""
+        grad_mode.state.tracer = None
+        grad_mode.state.settle()
+        try:
+            yield
+        finally:
+            grad_mode.state.tracer = self
+            grad_mode.state.settle()
 
     def add(self, t: Tensor, kind: str, made_by: str = "") -> int:
         slot = Slot(kind, tuple(t.shape), t.dtype, None, made_by)
@@ -107,6 +129,7 @@ class Tracer:
     def op(self, op, inputs, out: Tensor) -> None:
         self.resolve()
         ins = tuple(self.slot(t, op.name) for t in inputs)
+        self.ran[id(op)] = op
         s = self.add(out, OP, op.name)
         self.tape.entries.append((RUN, op, ins, s))
         binders = attr_binders(op)
@@ -174,11 +197,13 @@ def _meta_twin(module, state: list):
 
 
 def trace(fn, leaves: list, rebuild, state: list, dims: dict, ranges: dict,
-          flatten, module=None) -> Tape:
+          flatten, module=None, step=None) -> Tape:
     """Run fn once on meta: `leaves` the flattened arguments (tensors become meta inputs, with
     dims[(leaf, dim)] = name symbolic), `rebuild(leaves)` the (args, kwargs) again, `state` the
     module tensors; sizes assumed within `ranges`. With `module` (fn is that module), a meta
-    copy of it runs instead. Raises Untraceable at a graph break."""
+    copy of it runs instead. `step` (a training step's optimizers, schedulers and modules) when
+    grad is recorded: backward and the .grad of each parameter are traced too. Raises
+    Untraceable at a graph break."""
     tape = Tape(symbols=tuple(sorted(set(dims.values()))), ranges=dict(ranges))
     tracer = Tracer(tape)
     meta_leaves = []
@@ -190,18 +215,27 @@ def trace(fn, leaves: list, rebuild, state: list, dims: dict, ranges: dict,
         else:
             meta_leaves.append(x)
     args, kwargs = rebuild(meta_leaves)
-    twin = _meta_twin(module, state) if module is not None else None
+    twin = _meta_twin(module, state) if module is not None and step is None else None
     traced = state if twin is None else twin[1]  # the tensors the run reads
     if twin is not None:
         fn = twin[0]
     versions = [t._version[0] for t in traced]
+    params = [t for t in state if t.requires_grad] if step is not None else []
+    grads = [(p, p._grad) for p in params]  # put back after the trace, whatever it did
+    moved = [g for _, g in grads if g is not None]
     old_device, old_tracer = get_default_device(), grad_mode.state.tracer
     # autocast's cast of each weight, cached for the region, is made again in the trace (and
     # so at each replay): a cached cpu copy would be a tensor no traced op made
     old_casts, autocast_state.state.cache = autocast_state.state.cache, {}
-    with _on_meta(state if twin is None else ()):
+    calls = opaque_calls(tracer, *step) if step is not None else nullcontext()
+    with _on_meta((*state, *moved) if twin is None else ()), calls:
         for t, m in zip(state, traced):  # the replay reads t; the trace sees m
             tape.state.append((t, tracer.add(m, STATE, "state")))
+        for p, g in grads:
+            tracer.param_of[id(p)] = p
+            tracer.expected_grads[id(p)] = g
+            if g is not None:
+                tape.grads.append((p, tracer.add(g, GRAD, "a .grad")))
         grad_mode.state.tracer = tracer
         grad_mode.state.settle()
         set_default_device(meta)  # factories inside the region make meta tensors: recorded
@@ -212,6 +246,8 @@ def trace(fn, leaves: list, rebuild, state: list, dims: dict, ranges: dict,
                 out_leaves, tape.output_tree = flatten(out)  # (None: out is one leaf)
                 tape.outputs = [("slot", tracer.slot(o, "the output")) if isinstance(o, Tensor)
                                 else ("value", o) for o in out_leaves]
+                if step is not None:
+                    _check_step(tracer, out_leaves, params)
         except Untraceable:
             raise
         except ShapeflowError as e:
@@ -224,10 +260,28 @@ def trace(fn, leaves: list, rebuild, state: list, dims: dict, ranges: dict,
             grad_mode.state.settle()
             set_default_device(old_device)
             autocast_state.state.cache = old_casts
+            for p, g in grads:
+                p._grad = g
     written = {e[1] for e in tape.entries if e[0] == COPY}
+    effects = tracer.effect_writes if twin is None else set()  # (a copy's are the copy's)
     for (t, s), m, before in zip(tape.state, traced, versions):
-        if m._version[0] != before and s not in written:
+        if m._version[0] != before and s not in written and id(m) not in effects:
             raise Untraceable(f"module state {describe(t)} was changed outside an op (a "
                               "running statistic updated in place?): the replay would not "
                               "change it", None)
     return tape
+
+
+def _check_step(tracer: Tracer, out_leaves: list, params: list) -> None:
+    """What a replay of a training step could not reproduce: a graph that leaves the region
+    (its backward would run outside), a .grad set by hand."""
+    for o in out_leaves:
+        node = getattr(o, "grad_fn", None)
+        if isinstance(o, Tensor) and node is not None and node._saved is not None:
+            raise Untraceable(f"the region returns {describe(o)} with a graph backward has not "
+                              "run through: compile the whole step (forward, backward, "
+                              "optimizer.step()), or call the region under no_grad()", None)
+    for p in params:
+        if p._grad is not tracer.expected_grads[id(p)]:
+            raise Untraceable(f"the .grad of {describe(p)} was set outside backward and "
+                              "zero_grad(): the replay would not set it", None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from .. import dtypes
 from ..errors import ShapeError
 from ..factories import ones, zeros
+from ..ops.base import effect
 from ..shape import format_shape
 from ..tensor import tensor
 from . import functional as F
@@ -80,9 +81,7 @@ class _BatchNorm(_NormBase):
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
             nbt = self.num_batches_tracked
-            if nbt._data is not None:
-                nbt._data += 1
-            nbt._version[0] += 1
+            effect(_count_batch, nbt, (nbt,))
             if self.momentum is None:  # the cumulative moving average
                 factor = 1.0 / float(nbt._data) if nbt._data is not None else 0.0
         # batch stats in training, and in eval when no running stats are kept
@@ -152,3 +151,10 @@ class InstanceNorm2d(_InstanceNorm):
 
     _dims = (3, 4)
     _layout = "[N, C, H, W]"
+
+
+def _count_batch(nbt) -> None:
+    """num_batches_tracked += 1, in place (sf.compile's replay repeats it per step)."""
+    if nbt._data is not None:
+        nbt._data += 1
+    nbt._version[0] += 1

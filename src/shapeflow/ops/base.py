@@ -287,8 +287,9 @@ def apply(op: Op, *inputs: Tensor) -> Tensor:
 def _apply_modes(op: Op, inputs, out: Tensor, grad: bool) -> Tensor:
     """The end of apply under this thread's modes: anomaly check, then no_grad or record."""
     modes = _modes.__dict__  # this thread's: one threading.local lookup, not one per name
-    if modes["tracer"] is not None:  # sf.compile is tracing this thread
-        modes["tracer"].op(op, inputs, out)
+    tracer = modes["tracer"]
+    if tracer is not None:  # sf.compile is tracing this thread
+        tracer.op(op, inputs, out)
     if modes["anomaly"] and out._data is not None:  # sf.detect_anomaly(): inspect.anomaly's
         _anomaly.check_forward(op, inputs, out._data)
     if grad:
@@ -302,6 +303,8 @@ def _apply_modes(op: Op, inputs, out: Tensor, grad: bool) -> Tensor:
                 breaks.note("no gradient", op.name)
             else:
                 record(op, inputs, out, how)
+                if tracer is not None:  # a training step: what the node keeps gets slots
+                    tracer.recorded(op, out)
     return out
 
 
@@ -311,6 +314,24 @@ def reads_data(what: str) -> None:
     missing from every replay, so the trace stops there (a graph break) instead."""
     if not _hot.quiet and _modes.tracer is not None:
         _modes.tracer.reads_data(what)
+
+
+def effect(fn, op, writes: tuple) -> None:
+    """fn(op): a change to module state outside an op (BatchNorm's running statistics), run
+    now; under sf.compile's trace also recorded, so each replay runs it with its own op."""
+    if not _hot.quiet and _modes.tracer is not None:
+        _modes.tracer.effect(fn, op, writes)
+    fn(op)
+
+
+def replayed_as_call(fn, *args, **kwargs) -> bool:
+    """Under sf.compile's trace: record fn(*args, **kwargs) for each replay to make as
+    written (a host-side step on live state: clip_grad_norm_) and return True, so the caller
+    skips it on meta; False otherwise (the caller runs it)."""
+    if not _hot.quiet and _modes.tracer is not None:
+        _modes.tracer.call(fn, args, kwargs)
+        return True
+    return False
 
 
 def _no_memory(op: Op, shape, dtype, device):

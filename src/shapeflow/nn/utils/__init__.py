@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from ...errors import ShapeflowError
+from ...ops.base import replayed_as_call
 from ...tensor import Tensor
 
 
@@ -76,6 +77,9 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
     As PyTorch: clip_coef = max_norm / (total_norm + 1e-6), clamped to 1, every grad
     multiplied by it (in the grads' dtype).
     """
+    parameters = [parameters] if isinstance(parameters, Tensor) else list(parameters)
+    if replayed_as_call(clip_grad_norm_, parameters, max_norm, norm_type, error_if_nonfinite):
+        return _meta_scalar(parameters)  # (sf.compile's trace: each replay clips)
     grads = _grads(parameters)
     total = get_total_norm(grads, norm_type, error_if_nonfinite)
     if not grads or not total.device.computes:
@@ -92,9 +96,19 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
     return total
 
 
+def _meta_scalar(parameters: list) -> Tensor:
+    from ...factories import zeros
+
+    dtype = parameters[0].dtype if parameters else None
+    return zeros((), dtype=dtype, device="meta")
+
+
 def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
     """Clamp every grad elementwise into [-clip_value, clip_value], in place."""
     clip_value = float(clip_value)
+    parameters = [parameters] if isinstance(parameters, Tensor) else list(parameters)
+    if replayed_as_call(clip_grad_value_, parameters, clip_value):
+        return
     for g in _grads(parameters):
         if g._data is not None:
             g.device.xp.clip(g._data, -clip_value, clip_value, out=g._data)

@@ -14,7 +14,7 @@ from ... import dtypes as _dt
 from ...errors import DTypeError, ShapeError
 from ...shape import dims_equal, format_shape
 from ...tensor import Tensor, describe
-from ..base import NORM_STATS, Op, Saved, apply
+from ..base import NORM_STATS, Op, Saved, apply, effect
 from ..nn._common import _LAYER_X, _compute_np, _create_graph, _need_float, _recording, _stat_dtype
 from ..registry import public
 
@@ -195,10 +195,13 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         extra += (running_mean, running_var)
     out = apply(kernel, input, *extra)
     if update:
-        stats = kernel.__dict__.pop("batch_stats", None)
-        for buf, new in zip((running_mean, running_var), stats or (None, None)):
-            if buf._data is not None and new is not None:  # nothing to write on meta
-                buf._data *= 1.0 - momentum
-                buf._data += (momentum * new).astype(buf._data.dtype, copy=False)
-            buf._version[0] += 1
+        def update_running(kernel: BatchNorm) -> None:
+            stats = kernel.__dict__.pop("batch_stats", None)
+            for buf, new in zip((running_mean, running_var), stats or (None, None)):
+                if buf._data is not None and new is not None:  # nothing to write on meta
+                    buf._data *= 1.0 - momentum
+                    buf._data += (momentum * new).astype(buf._data.dtype, copy=False)
+                buf._version[0] += 1
+
+        effect(update_running, kernel, (running_mean, running_var))
     return out
