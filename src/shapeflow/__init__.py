@@ -11,6 +11,7 @@ from .dtypes import (
     int64, promote_types, result_type, set_default_dtype, uint8, uint16, uint32, uint64,
 )
 from .dtypes import bool_ as bool  # noqa: A001  (PyTorch's name: sf.bool)
+from .dtypes import complex64, complex128
 from .errors import (
     CheckpointError, DeviceError, DTypeError, ExportError, GraphError, ShapeError, ShapeflowError,
 )
@@ -24,6 +25,7 @@ from .ops import registry as _registry
 
 globals().update(_registry.namespace("sf"))
 from .io import load, save
+from .ops.spectral import fourier as fft  # sf.fft.<transform>, as torch.fft
 from .random import Generator, initial_seed, manual_seed, seed
 from .recompute import checkpoint
 from .dlpack import from_dlpack
@@ -51,6 +53,8 @@ half = float16
 long = int64
 int = int32  # noqa: A001
 short = int16
+cfloat = complex64
+cdouble = complex128
 
 __version__ = "0.1.0"
 

@@ -68,13 +68,14 @@ def _matrix_transpose(t: Tensor, name: str, batched: bool) -> Tensor:
     from .errors import ShapeRuntimeError
 
     if t.ndim == 0 and name != "mT":
-        return t
+        return E.conj(t)
     if t.ndim < 2 or (not batched and t.ndim != 2):
         what = "matrices or batches of matrices" if batched else "matrices (2-D tensors)"
         raise ShapeRuntimeError(f"tensor.{name} is only supported on {what}. Got {t.ndim}-D "
                                 "tensor.", op=name, hint="for batches of matrices use .mH"
                                 if name == "H" else None)
-    return movement.transpose(t, -2, -1)
+    out = movement.transpose(t, -2, -1)
+    return E.conj(out) if name != "mT" else out  # H, mH: the conjugate transposes
 
 
 def _attach_operators() -> None:
@@ -103,7 +104,9 @@ def _attach_operators() -> None:
     T.__hash__ = lambda self: id(self)
     T.T = property(lambda self: movement.permute(self, tuple(range(self.ndim))[::-1]))
     T.mT = property(lambda self: _matrix_transpose(self, "mT", True))
-    # real tensors only: the conjugate transposes are the transposes
+    # a complex tensor's parts: views of its floats, assignable (a real tensor's real is itself)
+    T.real = property(E.real, lambda self, value: E.real(self).copy_(value))
+    T.imag = property(E.imag, lambda self, value: E.imag(self).copy_(value))
     T.H = property(lambda self: _matrix_transpose(self, "H", False))
     T.mH = property(lambda self: _matrix_transpose(self, "mH", True))
     T.zero_, T.fill_, T.copy_ = I.zero_, I.fill_, I.copy_

@@ -10,8 +10,11 @@ Promotion table (`promote_types`), as in PyTorch:
 | float16   | float16| ...   |       |              | float16 | float32  | b        |
 
 Integers with floats give the float; two floats give the wider one, except
-float16 with bfloat16, which gives float32. uint16, uint32 and uint64 (PyTorch's
-limited-support types) promote only with themselves and with floats; anything else raises.
+float16 with bfloat16, which gives float32. Complex is the highest category: anything with
+complex gives complex, of the wider of the two real widths (complex64 with float64 gives
+complex128); a complex Python scalar is the default complex dtype (complex64 with float32).
+uint16, uint32 and uint64 (PyTorch's limited-support types) promote only with themselves and
+with floats; anything else raises.
 `result_type` adds PyTorch's tiers:
 a Python scalar (or a 0-d tensor) never widens a tensor of the same category,
 and an int tensor with a float scalar gives the default float dtype (float32).
@@ -27,19 +30,20 @@ import numpy as np
 
 from .errors import DTypeError
 
-_BOOL, _INT, _FLOAT = 0, 1, 2
+_BOOL, _INT, _FLOAT, _COMPLEX = 0, 1, 2, 3
 
 
 class DType:
     """A tensor element type: a name, its NumPy dtype and its promotion category.
 
-    `is_bool`, `is_integer` (bool excluded, as PyTorch's is_integer_dtype) and
-    `is_floating_point` name the three categories; they are plain attributes, set once, so
-    that an op's infer reads them at the cost of `category`.
+    `is_bool`, `is_integer` (bool excluded, as PyTorch's is_integer_dtype),
+    `is_floating_point` and `is_complex` (not floating point, as in PyTorch) name the four
+    categories; they are plain attributes, set once, so that an op's infer reads them at the
+    cost of `category`.
     """
 
     __slots__ = ("name", "np", "itemsize", "category", "signed", "short", "is_bool",
-                 "is_integer", "is_floating_point")
+                 "is_integer", "is_floating_point", "is_complex")
 
     def __init__(self, name: str, np_dtype, category: int, signed: bool, short: str) -> None:
         self.name = name
@@ -51,6 +55,7 @@ class DType:
         self.is_bool = category == _BOOL
         self.is_integer = category == _INT
         self.is_floating_point = category == _FLOAT
+        self.is_complex = category == _COMPLEX
 
     @property
     def is_signed(self) -> bool:
@@ -80,6 +85,10 @@ uint16 = DType("uint16", np.uint16, _INT, False, "u16")
 uint32 = DType("uint32", np.uint32, _INT, False, "u32")
 uint64 = DType("uint64", np.uint64, _INT, False, "u64")
 bool_ = DType("bool", np.bool_, _BOOL, False, "bool")
+# complex: pairs of float32 / float64 (no complex32: NumPy has no half-precision complex)
+complex64 = DType("complex64", np.complex64, _COMPLEX, True, "c64")
+complex128 = DType("complex128", np.complex128, _COMPLEX, True, "c128")
+COMPLEX = (complex64, complex128)
 
 ALL = (float64, float32, float16, bfloat16, int64, int32, int16, int8, uint8, uint16, uint32,
        uint64, bool_)
@@ -89,12 +98,34 @@ FLOATS = (float64, float32, float16, bfloat16)
 default_float = float32  # read as `dtypes.default_float` at each use: set_default_dtype moves it
 default_int = int64
 
-_BY_NAME = {d.name: d for d in ALL}
+_BY_NAME = {d.name: d for d in ALL + COMPLEX}
 _BY_NAME.update(
     {"float": float32, "double": float64, "half": float16, "long": int64, "int": int32,
-     "short": int16, "bf16": bfloat16, "fp16": float16, "fp32": float32, "fp64": float64}
+     "short": int16, "bf16": bfloat16, "fp16": float16, "fp32": float32, "fp64": float64,
+     "cfloat": complex64, "cdouble": complex128}
 )
-_BY_NP = {d.np: d for d in ALL}
+_BY_NP = {d.np: d for d in ALL + COMPLEX}
+# a complex dtype's real counterpart and back (16-bit floats pair with complex64, the
+# narrowest complex shapeflow has)
+_REAL_OF = {complex64: float32, complex128: float64}
+_COMPLEX_OF = {float32: complex64, float64: complex128, float16: complex64,
+               bfloat16: complex64, complex64: complex64, complex128: complex128}
+
+
+def to_real(dt: DType) -> DType:
+    """The real dtype of a complex one (complex64 -> float32); other dtypes unchanged."""
+    return _REAL_OF.get(dt, dt)
+
+
+def to_complex(dt: DType) -> DType:
+    """The complex dtype holding values of dtype dt (float64 -> complex128; ints, bools and
+    16-bit floats -> complex64, as shapeflow has no complex32)."""
+    return _COMPLEX_OF.get(dt, complex64)
+
+
+def default_complex() -> DType:
+    """The complex dtype of the default float (complex64 for float32, as PyTorch's)."""
+    return complex128 if default_float is float64 else complex64
 
 
 def get_dtype(x) -> DType:
@@ -111,6 +142,8 @@ def get_dtype(x) -> DType:
         return default_int
     if x is bool:
         return bool_
+    if x is complex:
+        return default_complex()
     try:
         return _BY_NP[np.dtype(x)]
     except (TypeError, KeyError):
@@ -138,7 +171,7 @@ def from_numpy_dtype(np_dtype) -> DType:
     if d is None:
         raise DTypeError(
             f"shapeflow has no dtype for NumPy's {np_dtype}",
-            hint="supported: " + ", ".join(d.name for d in ALL),
+            hint="supported: " + ", ".join(d.name for d in ALL + COMPLEX),
         )
     return d
 
@@ -156,7 +189,11 @@ def promote_types(a: DType, b: DType) -> DType:
             f"Promotion for uint16, uint32, uint64 types is not supported, attempted to promote "
             f"{a} and {b}", hint="cast one operand with .to() first (as PyTorch requires)")
     if a.category != b.category:
+        if a.category == _COMPLEX or b.category == _COMPLEX:
+            return _with_complex(a, b)
         return a if a.category > b.category else b
+    if a.category == _COMPLEX:
+        return a if a.itemsize > b.itemsize else b
     if a.category == _FLOAT:
         if {a, b} == {float16, bfloat16}:
             return float32
@@ -169,6 +206,14 @@ def promote_types(a: DType, b: DType) -> DType:
     return a
 
 
+def _with_complex(a: DType, b: DType) -> DType:
+    """A complex dtype with one of another category: complex, of the wider real width."""
+    c, other = (a, b) if a.category == _COMPLEX else (b, a)
+    if other.category == _FLOAT and other.itemsize > c.itemsize // 2:
+        return complex128
+    return c
+
+
 def scalar_category(x) -> int:
     if isinstance(x, bool):
         return _BOOL
@@ -176,6 +221,8 @@ def scalar_category(x) -> int:
         return _INT
     if isinstance(x, float):
         return _FLOAT
+    if isinstance(x, complex):
+        return _COMPLEX
     from .torch_interop import is_torch_tensor, mixing_error
 
     if is_torch_tensor(x):
@@ -184,6 +231,8 @@ def scalar_category(x) -> int:
 
 
 def _default_for(category: int) -> DType:
+    if category == _COMPLEX:
+        return default_complex()
     return (bool_, default_int, default_float)[category]
 
 
@@ -207,7 +256,11 @@ def result_type(*operands) -> DType:
         elif dt.category > result.category:
             # a lower tier wins only with a higher category (scalars: the default); through
             # promote_types, which refuses PyTorch's limited uints with bool
-            result = promote_types(result, dt) if result in _LIMITED or dt in _LIMITED else dt
+            if dt.category == _COMPLEX and result.category == _FLOAT:
+                result = _COMPLEX_OF[result]  # 1j with a float64 tensor: its width, complex128
+            else:
+                result = (promote_types(result, dt) if result in _LIMITED or dt in _LIMITED
+                          else dt)
     return result
 
 
@@ -228,7 +281,7 @@ class Promotion(enum.Enum):
     # not one of PyTorch's elementwise kinds: its reductions' rule for sum, prod, cumsum
     INT_TO_LONG = "int to long"       # bools and ints accumulate in int64
     NO_OPMATH = "keep, no opmath"     # DEFAULT's dtype, computed without float32 for halves
-    COMPLEX_TO_FLOAT = "complex to float"  # abs: DEFAULT here, as shapeflow has no complex
+    COMPLEX_TO_FLOAT = "complex to float"  # abs, angle: complex gives its real dtype
 
 
 DEFAULT = Promotion.DEFAULT
@@ -238,7 +291,7 @@ BOOL_TO_LONG = Promotion.BOOL_TO_LONG
 INT_TO_LONG = Promotion.INT_TO_LONG
 NO_OPMATH = Promotion.NO_OPMATH
 COMPLEX_TO_FLOAT = Promotion.COMPLEX_TO_FLOAT
-_KEEPING = (DEFAULT, NO_OPMATH, COMPLEX_TO_FLOAT)
+_KEEPING = (DEFAULT, NO_OPMATH)
 
 
 def promote(kind: Promotion, *operands) -> DType:
@@ -251,13 +304,15 @@ def promote(kind: Promotion, *operands) -> DType:
     else:
         dt = result_type(*operands)
     if kind is INT_TO_FLOAT:
-        return dt if dt.is_floating_point else default_float
+        return dt if dt.category >= _FLOAT else default_float  # complex stays complex
     if kind is ALWAYS_BOOL:
         return bool_
     if kind is BOOL_TO_LONG:
         return int64 if dt.is_bool else dt
     if kind is INT_TO_LONG:
-        return dt if dt.is_floating_point else int64
+        return dt if dt.category >= _FLOAT else int64
+    if kind is COMPLEX_TO_FLOAT:
+        return _REAL_OF.get(dt, dt)
     if kind in _KEEPING:
         return dt
     raise DTypeError(f"unknown promotion kind {kind!r}",

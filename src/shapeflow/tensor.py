@@ -229,9 +229,10 @@ class Tensor:
                 "requires_grad_(False) on a non-leaf tensor: it is part of a graph",
                 hint="use .detach() to get a tensor outside the graph",
             )
-        if requires_grad and not self.dtype.is_floating_point:
+        if requires_grad and not (self.dtype.is_floating_point or self.dtype.is_complex):
             raise DTypeError(
-                f"only floating-point tensors can require gradients, got {self.dtype}",
+                f"only floating-point and complex tensors can require gradients, got "
+                f"{self.dtype}",
                 op="requires_grad_",
                 hint="convert with .float() first",
             )
@@ -334,6 +335,16 @@ class Tensor:
     def bool(self, memory_format=None) -> Tensor:
         return self.to(_dt.bool_, memory_format=memory_format)
 
+    def cfloat(self, memory_format=None) -> Tensor:
+        return self.to(_dt.complex64, memory_format=memory_format)
+
+    def cdouble(self, memory_format=None) -> Tensor:
+        return self.to(_dt.complex128, memory_format=memory_format)
+
+    def chalf(self, memory_format=None) -> Tensor:
+        raise DTypeError("chalf: shapeflow has no complex32 (NumPy has no half-precision "
+                         "complex)", op="chalf", hint="use .cfloat() (complex64)")
+
     def cpu(self) -> Tensor:
         return self.to("cpu")
 
@@ -433,6 +444,8 @@ def _infer_dtype(data, kinds: set | None = None) -> DType:
         return _dt.default_int
     if arr.dtype.kind == "f":
         return _dt.default_float
+    if arr.dtype.kind == "c":  # Python complex numbers: complex64 with the float32 default
+        return _dt.default_complex()
     if arr.dtype.kind == "O":  # None or another object: PyTorch's RuntimeError (a TypeError too)
         from .errors import DTypeRuntimeError
 
@@ -463,7 +476,7 @@ def _set_data(t: Tensor, value) -> None:
                           f"{t.device} tensor's", op=op,
                           operands=[("tensor", describe(t)), ("data", describe(value))],
                           hint=f"move it first: value.to({str(t.device)!r})")
-    if t.requires_grad and not value.dtype.is_floating_point:
+    if t.requires_grad and not (value.dtype.is_floating_point or value.dtype.is_complex):
         from .errors import DTypeRuntimeError
 
         raise DTypeRuntimeError(

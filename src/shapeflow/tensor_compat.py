@@ -129,8 +129,8 @@ def is_cpu(self: Tensor) -> bool:
 
 
 def is_complex(self: Tensor) -> bool:
-    """False: shapeflow has no complex dtypes."""
-    return False
+    """Whether the dtype is complex (complex64 or complex128)."""
+    return self.dtype.is_complex
 
 
 def is_signed(self: Tensor) -> bool:
@@ -207,7 +207,7 @@ def attach() -> None:
                                        "layout (cpu and meta, dense row-major arrays)."))
     Tensor.is_complex, Tensor.is_signed = is_complex, is_signed
     Tensor.is_nonzero, Tensor.is_same_size, Tensor.is_set_to = is_nonzero, is_same_size, is_set_to
-    Tensor.is_conj = _no("shapeflow has no complex dtypes, so no lazy conjugation")
+    Tensor.is_conj = _no("shapeflow conjugates into new memory, never lazily")
     Tensor.is_neg = _no("shapeflow never negates lazily")
     Tensor.is_distributed = _no("as PyTorch's")
     Tensor.is_pinned = _no("shapeflow has no pinned memory (no accelerator)")

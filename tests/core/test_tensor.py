@@ -98,7 +98,7 @@ def test_unknown_device_and_dtype():
     with pytest.raises(sf.DeviceError):
         sf.ones(2, device="cuda")
     with pytest.raises(sf.DTypeError):
-        sf.ones(2, dtype="complex64")
+        sf.ones(2, dtype="complex32")
 
 
 def test_error_classes_subclass_builtins():

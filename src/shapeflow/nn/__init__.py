@@ -10,7 +10,7 @@ from .activation import __all__ as _ACTIVATIONS
 from .attention import MultiheadAttention
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, InstanceNorm1d, InstanceNorm2d
 from .container import ModuleDict, ModuleList, Sequential
-from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .dropout import (
     AlphaDropout,
     Dropout,
@@ -33,16 +33,24 @@ from .parameter_container import ParameterDict, ParameterList
 from .pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
+    AdaptiveAvgPool3d,
+    AdaptiveMaxPool1d,
     AdaptiveMaxPool2d,
+    AdaptiveMaxPool3d,
     AvgPool1d,
     AvgPool2d,
+    AvgPool3d,
     MaxPool1d,
     MaxPool2d,
+    MaxPool3d,
+    MaxUnpool1d,
+    MaxUnpool2d,
+    MaxUnpool3d,
 )
 from .resample import Fold, PixelShuffle, PixelUnshuffle, Unfold, Upsample
 from .rnn import GRU, LSTM, RNN, RNNBase
 from .rnn_cell import GRUCell, LSTMCell, RNNCell, RNNCellBase
-from .sparse import Embedding
+from .sparse import Embedding, EmbeddingBag
 from .transformer import (
     Transformer,
     TransformerDecoder,
@@ -67,6 +75,8 @@ __all__ = [
     "GRUCell", "Transformer", "TransformerEncoder", "TransformerEncoderLayer",
     "TransformerDecoder", "TransformerDecoderLayer",
     "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout", *_PADDING,
+    "ConvTranspose3d", "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",
+    "AdaptiveMaxPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "EmbeddingBag",
 ]
 
 _EINOPS_LAYERS = ("Rearrange", "Reduce")  # from einops_layers, which imports einops

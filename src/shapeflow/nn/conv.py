@@ -186,3 +186,11 @@ class ConvTranspose2d(_ConvTransposeNd):
 
     _n = 2
     _fn = staticmethod(F.conv_transpose2d)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """Transposed 3-D convolution over [N, C_in, D, H, W]; weight [C_in, C_out / groups, kD,
+    kH, kW]."""
+
+    _n = 3
+    _fn = staticmethod(F.conv_transpose3d)

@@ -1,11 +1,12 @@
 """Loss modules (CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, BCEWithLogitsLoss, BCELoss,
-KLDivLoss, SmoothL1Loss, HuberLoss, margin losses, NLLs) and the CosineSimilarity /
-PairwiseDistance modules."""
+KLDivLoss, SmoothL1Loss, HuberLoss, margin, multi-class and triplet losses, NLLs, CTC) and the
+CosineSimilarity / PairwiseDistance modules."""
 
 from __future__ import annotations
 
 from ..errors import ShapeError
 from ..ops import loss as L
+from ..ops.loss import LinearCrossEntropyOptions
 from . import functional as F
 from .module import Module
 
@@ -167,6 +168,99 @@ class MarginRankingLoss(_MarginLoss):
                                      reduction=self.reduction)
 
 
+class HingeEmbeddingLoss(_MarginLoss):
+    """x for target 1, max(0, margin - x) for target -1."""
+
+    def __init__(self, margin: float = 1.0, size_average=None, reduce=None,
+                 reduction: str = "mean") -> None:
+        super().__init__(margin, size_average, reduce, reduction)
+
+    def forward(self, input, target):
+        return L.hinge_embedding_loss(input, target, margin=self.margin,
+                                      reduction=self.reduction)
+
+
+class MultiMarginLoss(_WeightedLoss):
+    """Multi-class hinge: max(0, margin - x[y] + x[i])^p over the classes i != y."""
+
+    def __init__(self, p: int = 1, margin: float = 1.0, weight=None, size_average=None,
+                 reduce=None, reduction: str = "mean") -> None:
+        super().__init__(weight, size_average, reduce, reduction)
+        if p not in (1, 2):
+            raise ShapeError("only p == 1 and p == 2 supported")
+        if weight is not None and weight.dim() != 1:
+            raise ShapeError(f"MultiMarginLoss: expected weight to be None or 1D tensor, got "
+                             f"{weight.dim()}D instead")
+        self.p, self.margin = p, margin
+
+    def forward(self, input, target):
+        return L.multi_margin_loss(input, target, p=self.p, margin=self.margin,
+                                   weight=self.weight, reduction=self.reduction)
+
+
+class MultiLabelMarginLoss(_Loss):
+    """Multi-label hinge between each listed target class and every other class."""
+
+    def forward(self, input, target):
+        return L.multilabel_margin_loss(input, target, reduction=self.reduction)
+
+
+class MultiLabelSoftMarginLoss(_WeightedLoss):
+    """Per-class logistic loss on 0/1 targets, averaged over the classes."""
+
+    def forward(self, input, target):
+        return L.multilabel_soft_margin_loss(input, target, weight=self.weight,
+                                             reduction=self.reduction)
+
+
+class TripletMarginLoss(_Loss):
+    """max(0, margin + d(a, p) - d(a, n)) with the p-norm distance."""
+
+    def __init__(self, margin: float = 1.0, p: float = 2.0, eps: float = 1e-6,
+                 swap: bool = False, size_average=None, reduce=None,
+                 reduction: str = "mean") -> None:
+        super().__init__(size_average, reduce, reduction)
+        if margin <= 0:
+            raise ShapeError(f"TripletMarginLoss: expected margin to be greater than 0, got "
+                             f"{margin} instead")
+        self.margin, self.p, self.eps, self.swap = margin, p, eps, swap
+
+    def forward(self, anchor, positive, negative):
+        return L.triplet_margin_loss(anchor, positive, negative, margin=self.margin, p=self.p,
+                                     eps=self.eps, swap=self.swap, reduction=self.reduction)
+
+
+class TripletMarginWithDistanceLoss(_Loss):
+    """max(0, margin + d(a, p) - d(a, n)) with any distance function (pairwise by default)."""
+
+    def __init__(self, *, distance_function=None, margin: float = 1.0, swap: bool = False,
+                 reduction: str = "mean") -> None:
+        super().__init__(size_average=None, reduce=None, reduction=reduction)
+        if margin <= 0:
+            raise ShapeError(f"TripletMarginWithDistanceLoss: expected margin to be greater "
+                             f"than 0, got {margin} instead")
+        self.distance_function = distance_function
+        self.margin, self.swap = margin, swap
+
+    def forward(self, anchor, positive, negative):
+        return L.triplet_margin_with_distance_loss(
+            anchor, positive, negative, distance_function=self.distance_function,
+            margin=self.margin, swap=self.swap, reduction=self.reduction)
+
+
+class CTCLoss(_Loss):
+    """Connectionist temporal classification loss of log_probs [T, N, C] against targets."""
+
+    def __init__(self, blank: int = 0, reduction: str = "mean",
+                 zero_infinity: bool = False) -> None:
+        super().__init__(reduction=reduction)
+        self.blank, self.zero_infinity = blank, zero_infinity
+
+    def forward(self, log_probs, targets, input_lengths, target_lengths):
+        return L.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank,
+                          self.reduction, self.zero_infinity)
+
+
 class GaussianNLLLoss(_Loss):
     """Negative log-likelihood of target under N(input, var)."""
 
@@ -218,4 +312,6 @@ class PairwiseDistance(Module):
 __all__ = ["CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "BCEWithLogitsLoss", "BCELoss",
            "KLDivLoss", "SmoothL1Loss", "HuberLoss", "SoftMarginLoss", "CosineEmbeddingLoss",
            "MarginRankingLoss", "GaussianNLLLoss", "PoissonNLLLoss", "CosineSimilarity",
-           "PairwiseDistance"]
+           "PairwiseDistance", "HingeEmbeddingLoss", "MultiMarginLoss", "MultiLabelMarginLoss",
+           "MultiLabelSoftMarginLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss",
+           "CTCLoss", "LinearCrossEntropyOptions"]

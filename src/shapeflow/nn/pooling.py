@@ -112,3 +112,77 @@ class AdaptiveMaxPool2d(_AdaptivePool):
 
     def forward(self, input):
         return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+
+
+class MaxPool3d(MaxPool2d):
+    """The maximum over each kernel_size window of [N, C, D, H, W] (stride defaults to
+    kernel_size)."""
+
+    def forward(self, input):
+        return F.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+
+class AvgPool3d(AvgPool2d):
+    """The mean over each kernel_size window of [N, C, D, H, W] (stride defaults to
+    kernel_size)."""
+
+    def forward(self, input):
+        return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+
+class AdaptiveAvgPool3d(_AdaptivePool):
+    """Average [N, C, D, H, W] over output_size windows (None keeps that dim's size)."""
+
+    def forward(self, input):
+        return F.adaptive_avg_pool3d(input, self.output_size)
+
+
+class AdaptiveMaxPool1d(AdaptiveMaxPool2d):
+    """Maximum of [N, C, L] over output_size windows that tile L (as evenly as they can)."""
+
+    def forward(self, input):
+        return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
+
+
+class AdaptiveMaxPool3d(AdaptiveMaxPool2d):
+    """Maximum of [N, C, D, H, W] over output_size windows (None keeps that dim's size)."""
+
+    def forward(self, input):
+        return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
+
+
+class _MaxUnpool(Module):
+    def __init__(self, kernel_size, stride=None, padding=0) -> None:
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding = padding
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpool):
+    """MaxPool1d's partial inverse: its values back at its indices, zeros elsewhere."""
+
+    def forward(self, input, indices, output_size=None):
+        return F.max_unpool1d(input, indices, self.kernel_size, self.stride, self.padding,
+                              output_size)
+
+
+class MaxUnpool2d(_MaxUnpool):
+    """MaxPool2d's partial inverse: its values back at its indices, zeros elsewhere."""
+
+    def forward(self, input, indices, output_size=None):
+        return F.max_unpool2d(input, indices, self.kernel_size, self.stride, self.padding,
+                              output_size)
+
+
+class MaxUnpool3d(_MaxUnpool):
+    """MaxPool3d's partial inverse: its values back at its indices, zeros elsewhere."""
+
+    def forward(self, input, indices, output_size=None):
+        return F.max_unpool3d(input, indices, self.kernel_size, self.stride, self.padding,
+                              output_size)

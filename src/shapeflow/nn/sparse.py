@@ -85,3 +85,39 @@ class Embedding(Module):
         rows, cols = embeddings.shape
         return cls(rows, cols, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse,
                    _weight=embeddings, _freeze=freeze)
+
+
+class EmbeddingBag(Embedding):
+    """Each bag's rows of weight reduced by mode ('sum', 'mean', 'max'), without the rows'
+    [positions, dim] tensor; bags are input's rows (2-D input) or start at offsets."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, max_norm: float | None = None,
+                 norm_type: float = 2.0, scale_grad_by_freq: bool = False, mode: str = "mean",
+                 sparse: bool = False, _weight=None, include_last_offset: bool = False,
+                 padding_idx: int | None = None, device=None, dtype=None) -> None:
+        super().__init__(num_embeddings, embedding_dim, padding_idx, max_norm, norm_type,
+                         scale_grad_by_freq, sparse, _weight, device=device, dtype=dtype)
+        self.mode = mode
+        self.include_last_offset = include_last_offset
+
+    def forward(self, input, offsets=None, per_sample_weights=None):
+        return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type,
+                               self.scale_grad_by_freq, self.mode, self.sparse,
+                               per_sample_weights, self.include_last_offset, self.padding_idx)
+
+    def extra_repr(self) -> str:
+        return super().extra_repr() + f", mode={self.mode!r}"
+
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze: bool = True, max_norm=None,
+                        norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+                        mode: str = "mean", sparse: bool = False,
+                        include_last_offset: bool = False, padding_idx=None) -> EmbeddingBag:
+        """An EmbeddingBag whose weight is (a Parameter sharing the data of) `embeddings`."""
+        if embeddings.ndim != 2:
+            raise ShapeError("Embeddings parameter is expected to be 2-dimensional")
+        rows, cols = embeddings.shape
+        bag = cls(rows, cols, max_norm, norm_type, scale_grad_by_freq, mode, sparse,
+                  embeddings, include_last_offset, padding_idx)
+        bag.weight.requires_grad = not freeze
+        return bag

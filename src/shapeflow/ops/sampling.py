@@ -1,8 +1,9 @@
 """Sampling from distributions through shapeflow's Generator (reproducible from sf.manual_seed).
 
 multinomial, bernoulli, normal, poisson, randint_like and the in-place fills
-(`uniform_`, `normal_`, `exponential_`, `bernoulli_`). Samples carry no gradient: PyTorch's
-are zero for these, so the graph stops here (noted as a graph break by kind "int").
+(`uniform_`, `normal_`, `exponential_`, `bernoulli_`, `geometric_`, `log_normal_`,
+`cauchy_`). Samples carry no gradient: PyTorch's are zero for these, so the graph stops
+here (noted as a graph break by kind "int").
 
 Draws come from the host generator, as NumPy arrays, and go to the tensor's device with
 `device.from_numpy` (free on cpu, so cpu values stay those of the generator); the rest is
@@ -269,6 +270,9 @@ def uniform_(t: Tensor, from_: float = 0.0, to: float = 1.0, *,
              generator: Generator | None = None, **kwargs) -> Tensor:
     """Fill t with U(from, to) draws (`from` is PyTorch's keyword)."""
     from_ = kwargs.pop("from", from_)
+    if from_ > to:
+        raise DistributionError(f"uniform_: expects a [from, to) range, but found from={from_} "
+                                f"> to={to}", op="uniform_", operands=[("self", describe(t))])
     rng = get_rng(generator)
     return _fill(t, "uniform_", lambda s, dev: dev.from_numpy(rng.uniform(from_, to, s)))
 
@@ -312,3 +316,39 @@ def bernoulli_(t: Tensor, p=0.5, *, generator: Generator | None = None) -> Tenso
     else:
         pa = p
     return _fill(t, "bernoulli_", lambda s, dev: dev.from_numpy(rng.random(s)) < pa)
+
+
+@public(sf=False, method=True)
+def geometric_(t: Tensor, p: float, *, generator: Generator | None = None) -> Tensor:
+    """Fill t with Geometric(p) draws: the number of Bernoulli(p) trials up to the first
+    success (1, 2, ...), integer or floating t."""
+    if not 0 < p < 1:
+        raise DistributionError(f"geometric_: p must be in (0, 1), got {p}", op="geometric_",
+                                operands=[("self", describe(t))])
+    rng = get_rng(generator)
+    return _fill(t, "geometric_", lambda s, dev: dev.from_numpy(rng.geometric(p, s)))
+
+
+@public(sf=False, method=True)
+def log_normal_(t: Tensor, mean: float = 1.0, std: float = 2.0, *,
+                generator: Generator | None = None) -> Tensor:
+    """Fill t with exp(N(mean, std^2)) draws (mean and std are the logarithm's)."""
+    _float_only("log_normal_", t, "self")
+    if not std > 0:
+        raise DistributionError(f"log_normal_: std must be > 0, got {std}", op="log_normal_",
+                                operands=[("self", describe(t))])
+    rng = get_rng(generator)
+    return _fill(t, "log_normal_", lambda s, dev: dev.from_numpy(rng.lognormal(mean, std, s)))
+
+
+@public(sf=False, method=True)
+def cauchy_(t: Tensor, median: float = 0.0, sigma: float = 1.0, *,
+            generator: Generator | None = None) -> Tensor:
+    """Fill t with Cauchy(median, sigma) draws (location median, half-width sigma)."""
+    _float_only("cauchy_", t, "self")
+    if not sigma > 0:
+        raise DistributionError(f"cauchy_: sigma must be > 0, got {sigma}", op="cauchy_",
+                                operands=[("self", describe(t))])
+    rng = get_rng(generator)
+    return _fill(t, "cauchy_",
+                 lambda s, dev: dev.from_numpy(median + sigma * rng.standard_cauchy(s)))

@@ -25,7 +25,8 @@ import shapeflow as sf
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "int64": torch.int64,
           "bool": torch.bool}
 SAMPLES_PER_PAIR = 3  # bounded: `make test` stays under its 10 minutes
-TOLERANCE = {"float32": (1e-4, 1e-5), "float64": (1e-7, 1e-9)}
+TOLERANCE = {"float32": (1e-4, 1e-5), "float64": (1e-7, 1e-9),
+             "complex64": (1e-4, 1e-5), "complex128": (1e-7, 1e-9)}
 GRAD_TOLERANCE = (1e-5, 1e-7)
 _NOT_COPY_VIEWS = {"index_copy"}  # a real op whose name ends in _copy
 
@@ -113,6 +114,10 @@ def _named_callable(op):
             return lambda x: getattr(x, name)
         if callable(method):
             return lambda x, *a, **k: method(x, *a, **k)
+        # an entry for an in-place method only (t.cauchy_(): torch has no torch.cauchy)
+        method = getattr(sf.Tensor, name + "_", None)
+        if op.inplace_variant is not None and op.variant_test_name == "" and callable(method):
+            return lambda x, *a, **k: method(x, *a, **k)
     return None
 
 
@@ -143,6 +148,8 @@ def to_sf(x, requires_grad: bool = False):
         return getattr(sf, str(x).split(".")[-1])
     if isinstance(x, torch.Size):
         return tuple(x)
+    if isinstance(x, torch.nn.PairwiseDistance):  # a sample's distance_function
+        return sf.nn.PairwiseDistance(p=x.norm, eps=x.eps, keepdim=x.keepdim)
     if isinstance(x, list):
         return [to_sf(v, requires_grad) for v in x]
     if isinstance(x, tuple):

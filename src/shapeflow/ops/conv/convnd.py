@@ -218,3 +218,51 @@ def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     if bias is not None:
         out = out + bias.reshape(-1, 1, 1, 1)
     return out.squeeze(0) if input.ndim == 4 else out
+
+
+@public(functional=True)
+def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,
+                     padding=0, output_padding=0, groups: int = 1, dilation=1) -> Tensor:
+    """PyTorch's conv_transpose3d over [N, C, D, H, W]; weight [C_in, C_out/groups, kd, kh,
+    kw]. Each depth tap i is conv_transpose2d of every input plane, landing at output depth
+    d * stride + i * dilation (before padding is cropped)."""
+    if _autocast_hot.on:  # sf.autocast: lower precision
+        input, weight, bias = _autocast.lower(input, weight, bias)
+    op = "conv_transpose3d"
+    _check_channels(op, input, weight, 0, groups, "[N, C, D, H, W]",
+                    "[in_channels, out_channels/groups, kd, kh, kw]")
+    s, p = _triple(stride, "stride", op, 1), _triple(padding, "padding", op, 0)
+    d, o = _triple(dilation, "dilation", op, 1), _triple(output_padding, "output_padding", op, 0)
+    if o[0] >= s[0] and o[0] >= d[0]:
+        raise ShapeError(f"{op}: output_padding {o[0]} must be smaller than either stride "
+                         f"{s[0]} or dilation {d[0]}")
+    x = input.unsqueeze(0) if input.ndim == 4 else input
+    N, C, D, H, W = x.shape
+    kd = weight.shape[2]
+    full = (D - 1) * s[0] + d[0] * (kd - 1) + 1  # the depth before cropping the padding
+    od = full - 2 * p[0] + o[0]
+    if type(od) is int and od <= 0:
+        raise ShapeError(f"{op}: the output depth would be {od}: padding is too large for the "
+                         f"input {format_shape(input.shape)}", op=op,
+                         operands=[("input", describe(input)), ("weight", describe(weight))])
+    from ..movement import pad, stack
+
+    planes = x.transpose(1, 2).reshape(N * D, C, H, W)
+    out = None
+    for i in range(kd):
+        yi = _transpose(op, planes, weight[:, :, i], None, s[1:], p[1:], o[1:], d[1:], groups)
+        yi = yi.reshape(N, D, yi.shape[1], yi.shape[2], yi.shape[3])
+        if s[0] > 1:  # stride: s - 1 zero planes after each input plane
+            zeros = yi.new_zeros((N, D, s[0] - 1) + tuple(yi.shape[2:]))
+            yi = stack([yi] + [zeros[:, :, j] for j in range(s[0] - 1)], 2)
+            yi = yi.reshape(N, D * s[0], *yi.shape[3:])[:, :(D - 1) * s[0] + 1]
+        # the tap's planes start at depth i * dilation of the full (uncropped) output
+        before = i * d[0]
+        yi = pad(yi, (0, 0, 0, 0, 0, 0, before, full - before - yi.shape[1]))
+        out = yi if out is None else out + yi
+    if p[0] or o[0]:  # crop the padding; output_padding past it reads zeros
+        out = pad(out, (0, 0, 0, 0, 0, 0, -p[0], o[0] - p[0]))
+    out = out.transpose(1, 2)
+    if bias is not None:
+        out = out + bias.reshape(-1, 1, 1, 1)
+    return out.squeeze(0) if input.ndim == 4 else out

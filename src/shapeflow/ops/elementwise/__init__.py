@@ -91,16 +91,22 @@ from .compare import (  # noqa: F401  (re-exported: importers use these)
 )
 
 # fill, zero_ and scalar_tensor; a float's parts (frexp, ldexp, nextafter, heaviside);
-# gcd and lcm; PyTorch's complex functions on real tensors (real, conj, angle, isreal...)
+# gcd and lcm; a complex number's parts (real, imag, conj, angle, isreal, complex, polar)
 from .complex_parts import (  # noqa: F401  (re-exported: importers use these)
     angle,
+    complex,
     conj,
     conj_physical,
+    imag,
+    is_complex,
+    is_conj,
     isreal,
+    polar,
     real,
     resolve_conj,
     resolve_neg,
 )
+from .complex_views import view_as_complex, view_as_real  # noqa: F401  (re-exported)
 from .divisors import (  # noqa: F401  (re-exported: importers use these)
     gcd,
     lcm,

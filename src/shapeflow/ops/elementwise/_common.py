@@ -14,7 +14,7 @@ def _cast(arr, dtype: DType):
     return arr if arr.dtype is dtype.np or arr.dtype == dtype.np else arr.astype(dtype.np)
 
 
-_NUMBER = (int, float, bool)
+_NUMBER = (int, float, bool, complex)
 
 
 def _scalar_tensor(c, like: Tensor) -> Tensor:

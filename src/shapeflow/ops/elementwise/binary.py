@@ -209,6 +209,9 @@ class Mul(Binary):
         saved = list(self.saved_tensors)
         b = saved.pop(0) if self.needs_grad(0) else None
         a = saved.pop(0) if self.needs_grad(1) else None
+        if g.dtype.is_complex:  # each input's gradient: g times the other's conjugate
+            b = b.conj() if b is not None else None
+            a = a.conj() if a is not None else None
         return (g * b if b is not None else None, g * a if a is not None else None)
 
 
@@ -232,9 +235,11 @@ class Div(FloatBinary):
     def backward(self, g):
         if self.need_b:
             a, b = self.saved_tensors
+            if g.dtype.is_complex:  # conjugated derivatives: 1 / conj(b), -conj(a / b^2)
+                return g / b.conj(), -g * (a / (b * b)).conj()
             return g / b, -g * a / (b * b)
         (b,) = self.saved_tensors
-        return g / b, None
+        return g / (b if not g.dtype.is_complex else b.conj()), None
 
 
 class Pow(Binary):
@@ -258,6 +263,13 @@ class Pow(Binary):
 
         saved = self.saved_tensors
         a, b = saved[0], saved[1]
+        if g.dtype.is_complex:  # conjugated derivatives; 0 where the exponent is 0
+            ga = gb = None
+            if self.needs_grad(0):
+                ga = where(b == 0, 0.0, g * (b * a ** (b - 1.0)).conj())
+            if self.need_b:
+                gb = g * (saved[2] * log(a)).conj()
+            return ga, gb
         zero = zeros_scalar_like(g)
         # PyTorch: the base's gradient is 0 where the exponent is 0 (not 0 * inf), the
         # exponent's is 0 where the base is 0 and the exponent >= 0 (not 0 * log 0)

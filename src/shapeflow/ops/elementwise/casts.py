@@ -34,10 +34,39 @@ class CastToInt(Cast):
     differentiable = False
 
 
+class ComplexCast(Cast):
+    """A cast to or from a complex dtype: complex to real keeps the real part (as PyTorch,
+    without NumPy's warning); a real input's gradient is the real part of g."""
+
+    def infer(self, x):
+        self.from_complex = x.dtype.is_complex
+        return x.shape, self.dtype
+
+    def forward(self, x):
+        if self.from_complex and not self.dtype.is_complex:
+            x = x.real
+        return self.device.kernels.cast(x, self.dtype.np)
+
+    def backward(self, g):
+        if g.dtype.is_complex and not self.from_complex:
+            from .complex_parts import real
+
+            return (real(g),)
+        return (g,)
+
+
+class ComplexToInt(ComplexCast):
+    differentiable = False
+
+
 @public()
 def cast(x: Tensor, dtype) -> Tensor:
     dt = _dt.get_dtype(dtype)
-    return apply((Cast if dt.is_floating_point else CastToInt)(dt), x)
+    if dt.is_floating_point and not x.dtype.is_complex:
+        return apply(Cast(dt), x)
+    if dt.is_complex or x.dtype.is_complex:
+        return apply((ComplexToInt if dt.is_integer or dt.is_bool else ComplexCast)(dt), x)
+    return apply(CastToInt(dt), x)
 
 
 def to_device(x: Tensor, device: Device) -> Tensor:

@@ -36,9 +36,26 @@ def _compare(name: str, ufunc: str, op=None) -> type:
     return type(name.capitalize(), (Compare,), attrs)
 
 
+class Ordered(Compare):
+    """lt, le, gt, ge: complex numbers have no order (a DTypeError, as PyTorch's)."""
+
+    def infer(self, a, b):
+        shape, dt = Binary.infer(self, a, b)
+        if dt.is_complex:
+            from .complex_parts import refuse_complex
+
+            refuse_complex(self.name, a, b)
+        return shape, _dt.bool_
+
+
+def _ordered(name: str, ufunc: str, op) -> type:
+    return type(name.capitalize(), (Ordered,), {"name": name, "ufunc": ufunc,
+                                                "fn": staticmethod(op)})
+
+
 Eq, Ne = _compare("eq", "equal", operator.eq), _compare("ne", "not_equal", operator.ne)
-Lt, Le = _compare("lt", "less", operator.lt), _compare("le", "less_equal", operator.le)
-Gt, Ge = _compare("gt", "greater", operator.gt), _compare("ge", "greater_equal", operator.ge)
+Lt, Le = _ordered("lt", "less", operator.lt), _ordered("le", "less_equal", operator.le)
+Gt, Ge = _ordered("gt", "greater", operator.gt), _ordered("ge", "greater_equal", operator.ge)
 LogicalAnd, LogicalOr = _compare("logical_and", "logical_and"), _compare("logical_or",
                                                                           "logical_or")
 LogicalXor = _compare("logical_xor", "logical_xor")
@@ -106,7 +123,11 @@ class CompareScalar(ScalarOp):
     promotion = ALWAYS_BOOL
 
     def infer(self, x):
-        self.dt = scalar_result_type(x.dtype, self.c)  # raises for a non-number
+        self.dt = dt = scalar_result_type(x.dtype, self.c)  # raises for a non-number
+        if dt.is_complex and self.name not in ("eq", "ne"):  # complex numbers have no order
+            from .complex_parts import refuse_complex
+
+            refuse_complex(self.name, x, _as_operand(self.c, x))
         return x.shape, _dt.bool_
 
     def forward(self, x):

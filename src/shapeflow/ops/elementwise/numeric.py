@@ -83,7 +83,12 @@ def rad2deg(x: Tensor) -> Tensor:
 
 @public(method=True)
 def sgn(x: Tensor) -> Tensor:
-    """sign(x) (for real tensors: -1, 0 or 1, and 0 for NaN as in PyTorch)."""
+    """sign(x) (for real tensors: -1, 0 or 1, and 0 for NaN as in PyTorch); z / |z| for
+    complex z (0 at 0)."""
+    if x.dtype.is_complex:
+        from .complex_parts import _complex_sgn
+
+        return _complex_sgn(x)
     return where(isnan(x), 0, sign(x)) if x.dtype.is_floating_point else sign(x)
 
 

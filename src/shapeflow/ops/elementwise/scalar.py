@@ -68,8 +68,8 @@ class ScalarOp(Op):
 def scalar_result_type(dt: DType, c) -> DType:
     """A tensor of dtype dt with a Python number: the number widens only across categories."""
     tc = type(c)
-    if tc is float:
-        return dt if dt.is_floating_point else _dt.default_float
+    if tc is float:  # (a complex tensor stays complex)
+        return dt if dt.is_floating_point or dt.is_complex else _dt.default_float
     if tc is int:
         return _dt.default_int if dt.is_bool else dt
     if tc is bool:
@@ -138,7 +138,8 @@ class MulScalar(ScalarOp):
         return ScalarOp.forward(self, x)
 
     def backward(self, g):
-        return (g * self.c,)
+        c = self.c
+        return (g * (c if type(c) is not complex else c.conjugate()),)
 
 
 class _FloatScalar(_Quiet):
@@ -155,7 +156,8 @@ class DivScalar(_FloatScalar):
     opmath_scalar = True
 
     def backward(self, g):
-        return (g / self.c,)
+        c = self.c
+        return (g / (c if type(c) is not complex else c.conjugate()),)
 
 
 class RDivScalar(_FloatScalar):
@@ -175,6 +177,8 @@ class RDivScalar(_FloatScalar):
 
     def backward(self, g):
         (x,) = self.saved_tensors
+        if x.dtype.is_complex or type(self.c) is complex:  # g times the conjugate derivative
+            return (g * (-self.c / (x * x)).conj(),)
         return (g * (-self.c) / (x * x),)
 
 
@@ -207,6 +211,8 @@ class PowScalar(_Quiet):
     def backward(self, g):
         (x,) = self.saved_tensors
         c = self.c
+        if x.dtype.is_complex or type(c) is complex:  # g times the conjugate derivative
+            return (g * 0.0,) if c == 0 else (g * ((x ** (c - 1)) * c).conj(),)
         if c == 0:
             return (g * 0.0,)
         if c == 2:
@@ -225,6 +231,10 @@ class RPowScalar(_Quiet):
     def backward(self, g):
         (out,) = self.saved_tensors
         c = self.c
+        if out.dtype.is_complex:  # d(c**x)/dx = c**x log c (principal log), conjugated
+            import cmath
+
+            return (g * (out * cmath.log(c) if c != 0 else out * float("-inf")).conj(),)
         if c > 0:
             return (g * out * math.log(c),)
         from .compare import where, zeros_scalar_like

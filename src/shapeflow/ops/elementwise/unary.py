@@ -32,7 +32,7 @@ class Unary(Op):
     def forward(self, x):
         dt = x.dtype
         if dt.kind != "f" or dt.itemsize == 2:
-            if dt.kind != "f" and dt.name != "bfloat16":
+            if dt.kind != "f" and dt.kind != "c" and dt.name != "bfloat16":
                 x = x.astype(_dt.default_float.np)
                 dt = x.dtype
             if dt.itemsize == 2:  # bfloat16/float16: every step in float32, rounded once
@@ -67,9 +67,10 @@ class Abs(Op):
     promotion = COMPLEX_TO_FLOAT
 
     def infer(self, x):
-        if x.dtype is _dt.bool_:
+        dt = x.dtype
+        if dt is _dt.bool_:
             refuse_dtype(self.name, x)
-        return x.shape, x.dtype
+        return x.shape, dt if not dt.is_complex else promote(self.promotion, dt)
 
     def saved(self, x, out):
         return (X0,)
@@ -79,6 +80,10 @@ class Abs(Op):
 
     def backward(self, g):
         (x,) = self.saved_tensors
+        if x.dtype.is_complex:  # g z / |z| (0 at 0): PyTorch's sgn
+            from .complex_parts import _complex_sgn
+
+            return (g * _complex_sgn(x),)
         return (g * sign(x),)
 
 
@@ -87,6 +92,10 @@ class Sign(Op):
     promotion = DEFAULT
 
     def infer(self, x):
+        if x.dtype.is_complex:  # PyTorch's: sign is for real numbers, sgn for complex
+            from .complex_parts import refuse_complex
+
+            refuse_complex("sign (use sgn for complex)", x)
         return x.shape, x.dtype
 
     def forward(self, x):
@@ -113,7 +122,7 @@ class Exp(Unary):
 
     def backward(self, g):
         (out,) = self.saved_tensors
-        return (g * out,)
+        return (g * (out if not out.dtype.is_complex else out.conj()),)
 
 
 class Log(Unary):
@@ -129,7 +138,7 @@ class Log(Unary):
 
     def backward(self, g):
         (x,) = self.saved_tensors
-        return (g / x,)
+        return (g / (x if not x.dtype.is_complex else x.conj()),)
 
 
 class Log1p(Log):
@@ -138,7 +147,8 @@ class Log1p(Log):
 
     def backward(self, g):
         (x,) = self.saved_tensors
-        return (g / (x + 1.0),)
+        d = x + 1.0
+        return (g / (d if not d.dtype.is_complex else d.conj()),)
 
 
 class Expm1(Unary):
@@ -150,7 +160,8 @@ class Expm1(Unary):
 
     def backward(self, g):
         (out,) = self.saved_tensors
-        return (g * (out + 1.0),)
+        d = out + 1.0
+        return (g * (d if not d.dtype.is_complex else d.conj()),)
 
 
 class Sqrt(Unary):
@@ -166,7 +177,8 @@ class Sqrt(Unary):
 
     def backward(self, g):
         (out,) = self.saved_tensors
-        return (g / (out * 2.0),)
+        d = out * 2.0
+        return (g / (d if not d.dtype.is_complex else d.conj()),)
 
 
 class Rsqrt(Unary):
@@ -182,7 +194,8 @@ class Rsqrt(Unary):
 
     def backward(self, g):
         (out,) = self.saved_tensors
-        return (g * (out * out * out) * -0.5,)
+        d = out * out * out
+        return (g * (d if not d.dtype.is_complex else d.conj()) * -0.5,)
 
 
 class Sin(Unary):
@@ -194,7 +207,8 @@ class Sin(Unary):
 
     def backward(self, g):
         (x,) = self.saved_tensors
-        return (g * cos(x),)
+        d = cos(x)
+        return (g * (d if not d.dtype.is_complex else d.conj()),)
 
 
 class Cos(Unary):
@@ -206,7 +220,8 @@ class Cos(Unary):
 
     def backward(self, g):
         (x,) = self.saved_tensors
-        return (-g * sin(x),)
+        d = sin(x)
+        return (-g * (d if not d.dtype.is_complex else d.conj()),)
 
 
 class Tanh(Unary):
@@ -218,7 +233,8 @@ class Tanh(Unary):
 
     def backward(self, g):
         (out,) = self.saved_tensors
-        return (g * (1.0 - out * out),)
+        d = 1.0 - out * out
+        return (g * (d if not d.dtype.is_complex else d.conj()),)
 
 
 @public(method=True)
@@ -299,9 +315,14 @@ class _Rounding(Op):
     promotion = DEFAULT
 
     def infer(self, x):
-        if x.dtype is _dt.bool_:
+        dt = x.dtype
+        if dt is _dt.bool_:
             refuse_dtype(self.name, x)
-        return x.shape, x.dtype
+        if dt.is_complex:
+            from .complex_parts import refuse_complex
+
+            refuse_complex(self.name, x)
+        return x.shape, dt
 
     def forward(self, x):
         return getattr(self.device.xp, self.ufunc)(x)

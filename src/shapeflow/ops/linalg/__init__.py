@@ -16,8 +16,12 @@ from .decompositions import cholesky as _cholesky
 from .decompositions import qr as _qr
 from .decompositions import svd as _svd
 from .einsum import Einsum, einsum  # noqa: F401  (Einsum: io/onnx.py's exporters)
+from .info import cholesky_ex, inv_ex, solve_ex  # noqa: F401
 from .inverse import det, inv, inverse, logdet, slogdet, solve  # noqa: F401
+from .least_squares import lstsq  # noqa: F401
+from .lu import lu, lu_factor, lu_factor_ex, lu_solve, lu_unpack  # noqa: F401
 from .matmul import Matmul, bmm, dot, matmul, mm, mv, outer  # noqa: F401  (Matmul: io/onnx.py)
+from .matrix_exp import matrix_exp  # noqa: F401
 from .norms import pinverse  # noqa: F401
 from .products import (  # noqa: F401  (re-exported; the in-place ones: methods only)
     addbmm,
@@ -37,6 +41,8 @@ from .products import (  # noqa: F401  (re-exported; the in-place ones: methods 
     tensordot,
     vdot,
 )
+from .tensor_systems import tensorinv, tensorsolve  # noqa: F401
+from .triangular import cholesky_inverse, cholesky_solve, triangular_solve  # noqa: F401
 
 SVDOldResult = namedtuple("svd", ["U", "S", "V"])
 

@@ -89,6 +89,9 @@ class Matmul(Op):
         saved = list(self.saved_tensors)
         b = saved.pop(0) if self.needs_grad(0) else None
         a = saved.pop(0) if self.needs_grad(1) else None
+        if g.dtype.is_complex:  # the products with the conjugate transposes
+            b = b.conj() if b is not None else None
+            a = a.conj() if a is not None else None
         if a is not None and self.fold:
             # b [k, n] met every matrix of a: one [k, rows] @ [rows, n] product sums them in
             # the accumulator (as PyTorch folds them), not after rounding each one

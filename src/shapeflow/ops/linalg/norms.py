@@ -1,5 +1,5 @@
-"""Norms and what the SVD gives: vector_norm, matrix_norm, norm, pinv, matrix_rank, cond
-numbers aside; and linalg.cross. Composites of the primitives."""
+"""Norms and what the SVD gives: vector_norm, matrix_norm, norm, pinv, matrix_rank, cond;
+and linalg.cross. Composites of the primitives."""
 
 from __future__ import annotations
 
@@ -116,3 +116,28 @@ def cross(a: Tensor, b: Tensor, *, dim: int = -1) -> Tensor:
 def pinverse(a: Tensor, rcond: float = 1e-15) -> Tensor:
     """torch.pinverse: pinv with rtol=rcond."""
     return pinv(a, rtol=rcond)
+
+
+@public(sf=False, linalg=True)
+def cond(A: Tensor, p=None) -> Tensor:  # noqa: N803
+    """The condition number ||A||_p ||A^-1||_p: from the singular values for p = None, 2, -2
+    (any shape), from matrix_norm and the inverse for 'fro', 'nuc', inf, -inf, 1, -1
+    (square; inf where A is singular)."""
+    from ..elementwise import where
+    from .info import inv_ex
+
+    if p in (None, 2, -2):
+        check_matrix("linalg.cond", A, square=False)
+        s = svdvals(A)
+        big, small = s[..., 0], s[..., -1]
+        return big / small if p != -2 else small / big
+    if p not in ("fro", "nuc", math.inf, -math.inf, 1, -1):
+        raise ShapeError(f"linalg.cond: unsupported p {p!r}", op="linalg.cond",
+                         hint="use None, 2, -2, 'fro', 'nuc', inf, -inf, 1 or -1")
+    check_matrix("linalg.cond", A)
+    inverse, info = inv_ex(A)
+    singular = info > 0
+    # a singular matrix's inverse is NaN: zeros keep the norm's SVD finite, then inf
+    inverse = where(singular.unsqueeze(-1).unsqueeze(-1), 0.0, inverse)
+    out = matrix_norm(A, p) * matrix_norm(inverse, p)
+    return where(singular, math.inf, out)

@@ -209,3 +209,24 @@ addmv_ = public(method=True)(_inplace("addmv_", addmv))
 addr_ = public(sf=False, method=True)(_inplace("addr_", addr))
 baddbmm_ = public(sf=False, method=True)(_inplace("baddbmm_", baddbmm))
 addbmm_ = public(sf=False, method=True)(_inplace("addbmm_", addbmm))
+
+
+@public(sf=False, linalg=True)
+def vander(x: Tensor, *, N: int | None = None) -> Tensor:  # noqa: N803
+    """The Vandermonde matrix [.., n, N] of x [.., n]: columns x^0, x^1, ..., x^(N-1)
+    (N defaults to n), as running products (finite gradients at x = 0)."""
+    from ...factories import ones_like
+    from ..reduce import cumprod
+
+    if x.dtype is _dt.bool_:
+        raise DTypeError("linalg.vander: bool inputs are not supported", op="linalg.vander",
+                         operands=[("x", describe(x))])
+    if x.ndim == 0:  # a scalar is one point, as PyTorch's
+        x = x.reshape(1)
+    n = x.shape[-1] if N is None else N
+    if n <= 1:
+        raise ShapeError(f"linalg.vander: N must be greater than 1, got {n}", op="linalg.vander",
+                         operands=[("x", describe(x))])
+    col = x.unsqueeze(-1)
+    powers = cat([ones_like(col), col.expand(tuple(col.shape[:-1]) + (n - 1,))], -1)
+    return cumprod(powers, -1)

@@ -1,5 +1,5 @@
 """Margin and ranking losses on targets of 1 or -1: margin ranking, soft margin, cosine
-embedding."""
+embedding, hinge embedding."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from ...errors import ShapeRuntimeError
 from ...shape import format_shape
 from ...tensor import Tensor, describe
 from .. import autocast as _autocast
+from ..elementwise import where
 from ..registry import public
 from ._common import _check_same, _check_targets, _reduce, _reduction
 
@@ -56,3 +57,15 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin
     pos = (target == 1).to(cos.dtype) * (1.0 - cos)
     neg = (target == -1).to(cos.dtype) * (cos - margin).clamp(min=0)
     return _reduce(pos + neg, reduction)
+
+
+@public(functional=True)  # torch.hinge_embedding_loss too
+def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, size_average=None,
+                         reduce=None, reduction: str = "mean") -> Tensor:
+    """x where target is 1, max(0, margin - x) where it is -1 (input and target broadcast)."""
+    if _autocast_hot.on:  # sf.autocast: fp32
+        input, target = _autocast.fp32(input, target)
+    reduction = _reduction("hinge_embedding_loss", size_average, reduce, reduction)
+    # PyTorch's two terms: a target that is neither 1 nor -1 gets both
+    below = where(target != 1, (margin - input).clamp(min=0), 0.0)
+    return _reduce(below + where(target != -1, input, 0.0), reduction)

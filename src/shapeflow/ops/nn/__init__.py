@@ -31,10 +31,13 @@ from .embedding import (  # noqa: F401  (re-exported: importers use these)
     embedding,
     one_hot,
 )
+from .embedding_bag import embedding_bag  # noqa: F401  (its F name)
 from .linear import (  # noqa: F401  (re-exported: importers use these)
     Linear,
     linear,
 )
+from .multi_head_attention import multi_head_attention_forward  # noqa: F401  (its F name)
+from .native_norms import native_batch_norm  # noqa: F401  (and its two siblings)
 from .softmax import (  # noqa: F401  (re-exported: importers use these)
     LogSoftmax,
     Softmax,

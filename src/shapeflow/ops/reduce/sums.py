@@ -34,7 +34,7 @@ class Mean(Reduction):
     name = "mean"
 
     def out_dtype(self, dt):
-        if not dt.is_floating_point:
+        if not (dt.is_floating_point or dt.is_complex):
             raise DTypeError(
                 f"mean(): could not infer output dtype. Input dtype must be a floating point "
                 f"dtype, got {dt}", op="mean",
@@ -84,7 +84,7 @@ class Prod(Reduction):
         one_zero = is_zero.sum(dim=dims, keepdim=True) == 1
         at_zero = where(one_zero, prod(safe_x, dims, keepdim=True), 0.0)
         others = where(is_zero, at_zero, self.keep(out) / safe_x)
-        return (self.keep(g) * others,)
+        return (self.keep(g) * (others if not others.dtype.is_complex else others.conj()),)
 
 
 class LogSumExp(Reduction):
