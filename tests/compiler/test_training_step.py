@@ -225,3 +225,51 @@ def test_the_replay_reads_live_parameters_and_optimizer_state():
     _assert_same([p.detach().numpy() for p in model.parameters()],
                  [p.detach().numpy() for p in twin.parameters()])
     assert run.report().counts["eager"] == 0
+
+
+@pytest.mark.parametrize("name", ["gpt", "mlp"])
+def test_training_plan_equals_memory_report_to_the_byte(name):
+    """The plan of a training step's bucket, at its bounds, is the peak sf.memory.report
+    simulates for the same step (forward and backward, the transients inside each node's
+    backward included), above the weights, inputs and optimizer state."""
+    if name == "gpt":
+        model = GPT(vocab_size=64, block_size=64, n_layer=2, n_head=2, n_embd=32).to("meta")
+
+        def forward(x, y):
+            return model(x, y)  # (logits, loss): held until the step returns, as the report
+
+        def example(B, L):
+            return (sf.empty(B, L, dtype=sf.int64, device="meta"),
+                    sf.empty(B, L, dtype=sf.int64, device="meta"))
+        dynamic, report_kw = "B,L", {}
+    else:
+        model = MLP(in_features=12, hidden=[16, 16], out_features=4).to("meta")
+
+        def forward(x, y):
+            out = model(x)
+            return out, F.cross_entropy(out, y)
+
+        def example(B, L):
+            return sf.empty(B, 12, device="meta"), sf.empty(B, dtype=sf.int64, device="meta")
+        dynamic, report_kw = "B", {"loss_fn": F.cross_entropy}
+    opt = sf.optim.AdamW(model.parameters(), lr=1e-3)
+
+    def step(x, y):
+        opt.zero_grad()
+        out, loss = forward(x, y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    compiled = sf.compile(step, dynamic=dynamic)
+    B, L = sf.dims("B L")
+    plan = compiled.plan(*example(B, L), B=6, L=40)
+    bounds = {n: hi for n, (lo, hi) in plan.bounds.items()}
+    x, y = example(bounds["B"], bounds.get("L", 1))
+    if name == "gpt":
+        rep = sf.memory.report(model, x, y, optimizer="adamw")
+    else:
+        rep = sf.memory.report(model, x, target=y, optimizer="adamw", **report_kw)
+    backward = next(p for p in rep.timeline if p.name == "backward")
+    assert plan.peak == backward.peak - rep.params - rep.inputs - rep.optimizer_state
+    assert plan.arena >= plan.peak

@@ -55,9 +55,13 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="induc
     return compiled
 
 
+_MAX_FUNCTIONS = 64  # helper functions followed from a compiled one
+
+
 def _captured(fn) -> dict:
     """Modules, tensors, optimizers and LR schedulers fn reaches through its closure, its
-    globals and bound self (and that object's attributes): the modules' parameters and buffers
+    globals and bound self (and that object's attributes), and so do the functions of its own
+    module that it reaches that way: the modules' parameters and buffers
     are the region's state, read afresh at each call; a training step's optimizer and
     scheduler calls are made as written at each replay."""
     from ..nn.module import Module
@@ -66,23 +70,33 @@ def _captured(fn) -> dict:
     from ..tensor import Tensor
 
     found = []
-    target = getattr(fn, "__func__", fn)
     owner = getattr(fn, "__self__", None)
     if owner is not None:
         found.append(owner)
         if not isinstance(owner, Module):  # a trainer object: its model and optimizer
             found += list(getattr(owner, "__dict__", {}).values())
-    for cell in getattr(target, "__closure__", None) or ():
-        with contextlib.suppress(ValueError):  # an empty cell
-            found.append(cell.cell_contents)
-    code = getattr(target, "__code__", None)
-    glob = getattr(target, "__globals__", {})
-    if code is not None:
-        names = set(code.co_names)
-        for const in code.co_consts:  # names read by nested functions and comprehensions
-            if isinstance(const, types.CodeType):
-                names |= set(const.co_names)
-        found += [glob[n] for n in names if n in glob]
+    functions = [getattr(fn, "__func__", fn)]
+    seen_functions: set[int] = set()
+    while functions:  # fn, and the plain functions it calls through its closure or globals
+        target = functions.pop()
+        if id(target) in seen_functions or len(seen_functions) >= _MAX_FUNCTIONS:
+            continue
+        seen_functions.add(id(target))
+        reached = []
+        for cell in getattr(target, "__closure__", None) or ():
+            with contextlib.suppress(ValueError):  # an empty cell
+                reached.append(cell.cell_contents)
+        code = getattr(target, "__code__", None)
+        glob = getattr(target, "__globals__", {})
+        if code is not None:
+            names = set(code.co_names)
+            for const in code.co_consts:  # names read by nested functions and comprehensions
+                if isinstance(const, types.CodeType):
+                    names |= set(const.co_names)
+            reached += [glob[n] for n in names if n in glob]
+        found += reached
+        functions += [x for x in reached if isinstance(x, types.FunctionType)
+                      and x.__module__ == target.__module__]  # the user's own helpers
     def unique(kind) -> list:
         seen, out = set(), []
         for x in found:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..inspect.units import format_bytes
-from .tape import FILL, OP, Tape, slot_nbytes
+from .tape import AUX, FILL, OP, Tape, slot_nbytes
 
 
 @dataclass
@@ -42,10 +42,10 @@ def lifetimes(tape: Tape) -> dict[int, list]:
         return s
 
     for s, slot in enumerate(tape.slots):
-        if slot.kind not in (OP, FILL):
+        if slot.kind not in (OP, FILL, AUX):
             continue
         o = owner(s)
-        if tape.slots[o].kind not in (OP, FILL):  # a view of an input or of module state
+        if tape.slots[o].kind not in (OP, FILL, AUX):  # a view of an input or of module state
             continue
         last = end if slot.died is None else slot.died - 1
         if o in life:
@@ -60,6 +60,12 @@ def plan(tape: Tape, bounds: dict) -> Plan:
     env = {n: hi for n, (lo, hi) in bounds.items()}
     life = lifetimes(tape)
     size = {s: slot_nbytes(tape.slots[s], env) for s in life}
+    for at, (peak, outs) in tape.scratch.items():  # a backward's scratch, alive while it runs
+        results = sum(size.get(s, 0) for s in outs if s is not None)
+        extra = _number(peak, env) - results
+        if extra > 0:
+            life[("scratch", at)] = [at, at]
+            size[("scratch", at)] = extra
     order = sorted(life, key=lambda s: (-size[s], life[s][0]))
     placed: list[tuple] = []  # (offset, end offset, first, last)
     offsets = {}
@@ -80,4 +86,12 @@ def plan(tape: Tape, bounds: dict) -> Plan:
     for _, d in events:
         live += d
         peak = max(peak, live)
-    return Plan(dict(bounds), arena, peak, sum(1 for s in life if size[s]), offsets)
+    return Plan(dict(bounds), arena, peak, sum(1 for s in life if size[s] and type(s) is int),
+                offsets)
+
+
+def _number(value, env: dict) -> int:
+    """A byte count (an int, a size expression or a Max of them) at env."""
+    if type(value) is int:
+        return value
+    return int(value.subs(**env))

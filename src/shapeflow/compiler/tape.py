@@ -54,6 +54,8 @@ class Tape:
     grads: list = field(default_factory=list)  # (parameter, slot): its .grad read per call
     aux: dict = field(default_factory=dict)  # RUN entry index -> ((name, slot), ...) its
     # forward leaves on the op for backward
+    # BACKWARD entry index -> (the bytes live at its busiest inside, its result slots)
+    scratch: dict = field(default_factory=dict)
     outputs: object = None  # the output's leaves: ("slot", i) or ("value", v)
     output_tree: object = None
     symbols: tuple = ()  # the dynamic dims' names

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
+from ..inspect.memory.tracker import LiveTracker
 from ..ops.base import NEW, OUTPUT, _OutputRef
 from ..tensor import Tensor, describe
 from .errors import Untraceable
@@ -63,11 +64,15 @@ class BackwardTracing:
                                   "make (a node recorded before the region?)", self.line())
             saved.append(s)
         gs = self.slot(g, f"{node.name}'s backward")
-        with self.suspended():
+        held = [g, *(obj for obj in (node._saved or ())[0::2] if type(obj) is not _OutputRef)]
+        with self.suspended(), LiveTracker(external=held) as inside:
             in_grads = node.backward(g)
+            peak = inside.peak.value  # what it made at its busiest, its results included
         outs = tuple(None if x is None else self.add(x, OP, f"{node.name} backward")
                      for x in in_grads)
         self.tape.entries.append((BACKWARD, node, gs, tuple(saved), outs))
+        # the scratch beyond its results, alive only while it runs (memory.report counts it)
+        self.tape.scratch[len(self.tape.entries) - 1] = (peak, outs)
         return in_grads
 
     def add_grads(self, old: Tensor, g: Tensor, in_place: bool) -> Tensor:
