@@ -6,6 +6,8 @@ missing-name message under nn, nn.functional and nn.init."""
 import importlib
 import inspect
 import pkgutil
+import subprocess
+import sys
 import traceback
 
 import numpy as np
@@ -229,3 +231,13 @@ def test_optimizer_implementation_flags(name):
         with pytest.raises(sf.ShapeflowError, match=f"{flag}=True .*not implemented.*"
                                                     f"{why[flag]}"):
             _step(name, **{flag: True})
+
+
+def test_nn_modules_as_an_attribute_before_any_import_of_it():
+    """`sf.nn.modules.conv.Conv2d` with nothing imported before: the package's __getattr__
+    once asked itself for `modules` again without end (a RecursionError)."""
+    code = ("import shapeflow as sf\n"
+            "assert sf.nn.modules.conv.Conv2d is sf.nn.Conv2d\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -34,8 +34,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("autograd", ("autograd",)),  # the engine and gradcheck: nodes and Tensor methods, no op
     ("ops", ("ops",)),  # ops make Tensors and record nodes (ops/base.py imports autograd)
     ("methods, checkpointing", ("_methods", "tensor_compat", "recompute", "linalg",  # run ops
-                                "special", "signal", "autograd.function", "autograd.functional",
-                                "dlpack")),
+                                "special", "signal", "fft", "autograd.function",
+                                "autograd.functional", "dlpack")),
     # Module.__call__ runs through inspect/trace.py (module paths and shape chains for
     # every error), so that file is nn's, though it lives in inspect/
     ("nn, optim, data", ("nn", "optim", "data", "inspect.trace", "distributed", "utils",

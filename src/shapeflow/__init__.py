@@ -25,7 +25,7 @@ from .ops import registry as _registry
 
 globals().update(_registry.namespace("sf"))
 from .io import load, save
-from .ops.spectral import fourier as fft  # sf.fft.<transform>, as torch.fft
+from . import fft  # sf.fft.<transform>, as torch.fft (a module: `import shapeflow.fft`)
 from .random import Generator, initial_seed, manual_seed, seed
 from .recompute import checkpoint
 from .dlpack import from_dlpack

@@ -218,6 +218,53 @@ def test_errors_are_shapeflows():
     assert sf.real(x) is x and sf.conj(x) is x and bool(sf.isreal(x).all())
 
 
+# ops PyTorch refuses for complex input (complex numbers have no order): `m` is torch or sf
+_Z, _W = _c(4, 1), _c(4, 2)
+REFUSED = {
+    "relu": lambda m, z, w: m.relu(z),
+    "relu6": lambda m, z, w: m.nn.functional.relu6(z),
+    "hardtanh": lambda m, z, w: m.nn.functional.hardtanh(z),
+    "clamp": lambda m, z, w: m.clamp(z, -1, 1),
+    "clamp_min": lambda m, z, w: m.clamp_min(z, 0),
+    "clamp_tensors": lambda m, z, w: m.clamp(z, w, w),
+    "clip": lambda m, z, w: m.clip(z, max=1),
+    "maximum": lambda m, z, w: m.maximum(z, w),
+    "minimum": lambda m, z, w: m.minimum(z, w),
+    "max": lambda m, z, w: m.max(z),
+    "max_dim": lambda m, z, w: m.max(z, 0),
+    "min": lambda m, z, w: m.min(z),
+    "min_dim": lambda m, z, w: z.min(dim=0),
+    "amax": lambda m, z, w: m.amax(z),
+    "amin": lambda m, z, w: m.amin(z, 0),
+    "aminmax": lambda m, z, w: m.aminmax(z),
+    "argmax": lambda m, z, w: m.argmax(z),
+    "argmin": lambda m, z, w: z.argmin(0),
+    "sort": lambda m, z, w: m.sort(z),
+    "argsort": lambda m, z, w: m.argsort(z),
+    "msort": lambda m, z, w: m.msort(z),
+    "topk": lambda m, z, w: m.topk(z, 2),
+    "kthvalue": lambda m, z, w: m.kthvalue(z, 2),
+    "median": lambda m, z, w: m.median(z),
+    "cummax": lambda m, z, w: m.cummax(z, 0),
+    "cummin": lambda m, z, w: m.cummin(z, 0),
+    "floor_divide": lambda m, z, w: m.floor_divide(z, w),
+    "floordiv_number": lambda m, z, w: z // 2,
+    "remainder": lambda m, z, w: m.remainder(z, w),
+    "remainder_number": lambda m, z, w: z % 2,
+}
+
+
+@pytest.mark.parametrize("name", list(REFUSED))
+def test_ops_without_an_order_refuse_complex_as_torch_does(name):
+    fn = REFUSED[name]
+    with pytest.raises((RuntimeError, NotImplementedError)):
+        fn(torch, torch.tensor(_Z), torch.tensor(_W))
+    with pytest.raises(DTypeError, match="complex"):
+        fn(sf, sf.tensor(_Z), sf.tensor(_W))
+    real = sf.tensor(_Z.real)  # the same call on real input still works
+    fn(sf, real, sf.tensor(_W.real))
+
+
 def test_meta_shapes_and_dtypes():
     z = sf.zeros(2, 3, dtype=sf.complex64, device="meta")
     for out, shape, dt in [(sf.view_as_real(z), (2, 3, 2), sf.float32),

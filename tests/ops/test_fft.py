@@ -111,3 +111,16 @@ def test_errors():
         sf.fft.fftn(sf.ones(2, 2), dim=(0, 0))
     with pytest.raises(ShapeflowError):
         sf.fft.fft(x, dim=3)
+
+
+def test_fft_is_a_module_as_torch_fft_is():
+    import importlib
+
+    import shapeflow.fft as by_import
+    from shapeflow import fft as by_from
+
+    assert by_import is by_from is sf.fft is importlib.import_module("shapeflow.fft")
+    assert set(by_import.__all__) >= {"fft", "rfft", "ihfftn", "fftfreq", "fftshift"}
+    torch_names = {n for n in dir(torch.fft) if not n.startswith("_") and callable(
+        getattr(torch.fft, n)) and n != "Tensor"}
+    assert torch_names <= set(by_import.__all__)

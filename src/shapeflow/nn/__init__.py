@@ -9,6 +9,7 @@ from .activation import *  # noqa: F403  (ReLU, GELU, ReLU6, SELU, CELU, PReLU, 
 from .activation import __all__ as _ACTIVATIONS
 from .attention import MultiheadAttention
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, InstanceNorm1d, InstanceNorm2d
+from .channel_shuffle import ChannelShuffle
 from .container import ModuleDict, ModuleList, Sequential
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .dropout import (
@@ -20,7 +21,7 @@ from .dropout import (
     FeatureAlphaDropout,
 )
 from .flatten import Flatten, Unflatten
-from .linear import Identity, Linear, NonDynamicallyQuantizableLinear
+from .linear import Bilinear, Identity, Linear, NonDynamicallyQuantizableLinear
 from .local_response_norm import LocalResponseNorm
 from .loss import *  # noqa: F403  (CrossEntropyLoss, BCELoss, KLDivLoss, ... PairwiseDistance)
 from .loss import __all__ as _LOSSES
@@ -40,6 +41,8 @@ from .pooling import (
     AvgPool1d,
     AvgPool2d,
     AvgPool3d,
+    FractionalMaxPool2d,
+    FractionalMaxPool3d,
     MaxPool1d,
     MaxPool2d,
     MaxPool3d,
@@ -77,6 +80,7 @@ __all__ = [
     "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout", *_PADDING,
     "ConvTranspose3d", "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",
     "AdaptiveMaxPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "EmbeddingBag",
+    "Bilinear", "ChannelShuffle", "FractionalMaxPool2d", "FractionalMaxPool3d",
 ]
 
 _EINOPS_LAYERS = ("Rearrange", "Reduce")  # from einops_layers, which imports einops
@@ -87,10 +91,10 @@ def __getattr__(name: str):
         from . import einops_layers
 
         return getattr(einops_layers, name)
-    if name == "modules":  # torch.nn.modules' file paths (nn.modules.conv.Conv2d)
-        from . import modules
+    if name == "modules":  # torch.nn.modules' file paths (nn.modules.conv.Conv2d); imported
+        import importlib  # by name: `from . import modules` would ask this function again
 
-        return modules
+        return importlib.import_module(f"{__name__}.modules")
     from .._porting_hooks import missing_attribute  # says so for a name PyTorch has
 
     raise missing_attribute("module 'shapeflow.nn'", "torch.nn", name)

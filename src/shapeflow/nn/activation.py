@@ -117,6 +117,38 @@ class Hardtanh(Module):
             ", inplace=True" if self.inplace else "")
 
 
+class Threshold(Module):
+    """x where x > threshold, else value."""
+
+    def __init__(self, threshold: float, value: float, inplace: bool = False) -> None:
+        super().__init__()
+        self.threshold, self.value, self.inplace = threshold, value, inplace
+
+    def forward(self, input):
+        return F.threshold(input, self.threshold, self.value, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"threshold={self.threshold}, value={self.value}" + (
+            ", inplace=True" if self.inplace else "")
+
+
+class RReLU(Module):
+    """Leaky ReLU whose negative slope is drawn from U(lower, upper) per element in training
+    (shapeflow's generator), and is (lower + upper) / 2 in eval."""
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
+                 inplace: bool = False) -> None:
+        super().__init__()
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+
+    def forward(self, input):
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"lower={self.lower}, upper={self.upper}" + (
+            ", inplace=True" if self.inplace else "")
+
+
 class ReLU6(Hardtanh):
     """min(max(x, 0), 6)."""
 
@@ -288,4 +320,4 @@ class PReLU(Module):
 __all__ = ["ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "Hardtanh", "ReLU6", "SELU",
            "CELU", "ELU", "LeakyReLU", "Mish", "Softplus", "Softsign", "Softmin", "LogSoftmax",
            "LogSigmoid", "GLU", "Hardswish", "Hardsigmoid", "PReLU", "Tanhshrink", "Softshrink",
-           "Hardshrink"]
+           "Hardshrink", "Threshold", "RReLU"]

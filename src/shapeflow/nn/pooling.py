@@ -1,4 +1,5 @@
-"""Max, average and adaptive pools over [N, C, L] and [N, C, H, W]."""
+"""Max, average, adaptive and fractional pools over [N, C, L], [N, C, H, W] and
+[N, C, D, H, W]."""
 
 from __future__ import annotations
 
@@ -186,3 +187,47 @@ class MaxUnpool3d(_MaxUnpool):
     def forward(self, input, indices, output_size=None):
         return F.max_unpool3d(input, indices, self.kernel_size, self.stride, self.padding,
                               output_size)
+
+
+class _FractionalMaxPool(Module):
+    """Max over kernel_size windows at pseudo-random starts (Graham's fractional pooling)."""
+
+    nd = 2
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None,
+                 return_indices: bool = False, _random_samples=None) -> None:
+        super().__init__()
+        name = type(self).__name__
+        self.kernel_size = _ntuple(kernel_size, self.nd)
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = None if output_size is None else _ntuple(output_size, self.nd)
+        self.output_ratio = None if output_ratio is None else _ntuple(output_ratio, self.nd)
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"{name} requires specifying either an output size, or a pooling "
+                             "ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+    def forward(self, input):
+        fn = F.fractional_max_pool2d if self.nd == 2 else F.fractional_max_pool3d
+        return fn(input, self.kernel_size, self.output_size, self.output_ratio,
+                  self.return_indices, _random_samples=self._random_samples)
+
+
+def _ntuple(v, n: int) -> tuple:
+    return tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
+
+
+class FractionalMaxPool2d(_FractionalMaxPool):
+    """Fractional max pooling of [N, C, H, W] to output_size (or input size * output_ratio)."""
+
+    nd = 2
+
+
+class FractionalMaxPool3d(_FractionalMaxPool):
+    """Fractional max pooling of [N, C, D, H, W] to output_size (or size * output_ratio)."""
+
+    nd = 3

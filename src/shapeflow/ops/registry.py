@@ -13,7 +13,7 @@ NAMESPACES = ("sf", "method", "functional", "linalg")
 # the packages and modules under ops/ whose functions declare themselves (imported before the
 # table is read, so that every decorator has run)
 FAMILIES = ("elementwise", "activation", "reduce", "movement", "linalg", "nn", "index",
-            "sorting", "sampling", "loss", "norm", "conv")
+            "sorting", "sampling", "loss", "norm", "conv", "spectral")
 
 Names = bool | str | tuple[str, ...]
 

@@ -56,6 +56,10 @@ class SortAlong(Op):
         self.k, self.keepdim = k, keepdim
 
     def infer(self, x):
+        if x.dtype.is_complex:  # PyTorch has no order of complex numbers
+            from .elementwise.complex_parts import refuse_complex
+
+            refuse_complex(self.name, x)
         self.d = d = normalize_dim(self.dim, x.ndim, self.name)
         self.in_shape = shape = tuple(x.shape)
         n = shape[d] if x.ndim else 1

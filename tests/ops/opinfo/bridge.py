@@ -130,6 +130,7 @@ NONDETERMINISTIC = {
     "nn.functional.dropout3d", "nn.functional.alpha_dropout", "nn.functional.feature_alpha_dropout",
     "nn.functional.rrelu", "nn.functional.gumbel_softmax", "randn", "rand",
     "nn.functional.multi_head_attention_forward",
+    "nn.functional.fractional_max_pool2d", "nn.functional.fractional_max_pool3d",
 }
 
 

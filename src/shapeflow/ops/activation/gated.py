@@ -65,6 +65,10 @@ def silu(x: Tensor) -> Tensor:
 @public(sf=False, functional=True)
 def glu(input: Tensor, dim: int = -1) -> Tensor:
     """a * sigmoid(b) for the two halves a, b of dim."""
+    if input.dtype.is_complex:  # PyTorch's glu is for real numbers only
+        from ..elementwise.complex_parts import refuse_complex
+
+        refuse_complex("glu", input, hint="apply it to real(x) and imag(x)")
     d = normalize_dim(dim, input.ndim, "glu")
     n = input.shape[d] if input.ndim else 1
     if input.ndim == 0 or n % 2:

@@ -25,6 +25,10 @@ class Relu(Op):
     def infer(self, x):
         if x.dtype is _dt.bool_:
             refuse_dtype(self.name, x, runtime=True)  # PyTorch: RuntimeError
+        if x.dtype.is_complex:  # PyTorch has no order of complex numbers
+            from ..elementwise.complex_parts import refuse_complex
+
+            refuse_complex(self.name, x)
         return x.shape, x.dtype
 
     def saved(self, x, out):
@@ -83,6 +87,10 @@ class Hardtanh(Op):
         if x.dtype is _dt.bool_:
             raise DTypeError(f"{self.name}: bool inputs are not supported", op=self.name,
                              operands=[("input", describe(x))])
+        if x.dtype.is_complex:  # PyTorch has no order of complex numbers
+            from ..elementwise.complex_parts import refuse_complex
+
+            refuse_complex(self.name, x)
         if x.dtype.is_integer and not x.dtype.is_signed and self.lo < 0:
             raise ArgumentError(f"{self.name}: cannot clamp an unsigned type to negative "
                                 f"limits ({self.lo})", op=self.name)

@@ -13,6 +13,7 @@ from .convnd import (  # noqa: F401
     conv_transpose2d,
     conv_transpose3d,
 )
+from .fractional_pool import fractional_max_pool2d, fractional_max_pool3d  # noqa: F401
 from .grid_sample import affine_grid, grid_sample  # noqa: F401
 from .pool import (  # noqa: F401  (the 2-D adaptive pools: for nn.functional)
     adaptive_avg_pool1d,

@@ -21,6 +21,10 @@ from . import conv2d_winograd as winograd
 _X = Saved.input(0, LAYER_INPUT)
 _W = Saved.input(1)
 
+# the integer dtypes PyTorch's cpu convolution takes: the products and sums wrap in the
+# dtype (NumPy's integer matmul through the same im2col, exact, no float round trip)
+INT_DTYPES = frozenset({"int8", "int16", "int32", "int64", "uint8"})
+
 
 def _pair(v, name: str, op: str, low: int) -> tuple:
     if isinstance(v, (tuple, list)):
@@ -86,9 +90,10 @@ class Conv2d(Op):
             raise ShapeRuntimeError(f"{op}: input must be [N, C, H, W] or [C, H, W], got "
                              f"{format_shape(x.shape)}", op=op, operands=ops)
         for name, t in (("input", x), ("weight", w)):
-            if not t.dtype.is_floating_point:
-                raise DTypeError(f"{op}: {name} must be floating point, got {t.dtype}", op=op,
-                                 operands=ops, hint=f"call {name}.float() first")
+            if not t.dtype.is_floating_point and t.dtype.name not in INT_DTYPES:
+                raise DTypeError(f"{op}: {name} must be floating point or a signed integer "
+                                 f"(or uint8), got {t.dtype}", op=op, operands=ops,
+                                 hint=f"call {name}.float() first")
         if x.dtype is not w.dtype:
             raise DTypeError(f"{op}: input is {x.dtype} but weight is {w.dtype}", op=op,
                              operands=ops, hint=f"cast the input with .to({w.dtype})")

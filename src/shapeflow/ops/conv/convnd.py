@@ -83,11 +83,12 @@ class ConvTranspose2d(Conv2dInputBackward):
     def infer(self, x, w):
         op = self.name
         ops = [("input", describe(x)), ("weight", describe(w))]
-        if x.dtype is not w.dtype or not x.dtype.is_floating_point:
+        # PyTorch's cpu transposed convolution takes int64 and no other integer dtype
+        if x.dtype is not w.dtype or not (x.dtype.is_floating_point or x.dtype.name == "int64"):
             from ...errors import DTypeError
 
             raise DTypeError(f"{op}: input ({x.dtype}) and weight ({w.dtype}) must be the "
-                             "same floating-point dtype", op=op, operands=ops,
+                             "same floating-point dtype (or both int64)", op=op, operands=ops,
                              hint=f"cast the input with .to({w.dtype})")
         self.w_shape = tuple(w.shape)
         return self.x_shape, x.dtype

@@ -35,10 +35,13 @@ class _PoolSpec:
         if x.ndim != 4:
             raise ShapeRuntimeError(f"{op}: input must be [N, C, H, W] or [C, H, W], got "
                              f"{format_shape(x.shape)}", op=op, operands=ops)
-        # max pooling takes integers too, as PyTorch (no gradient flows to them)
-        if not x.dtype.is_floating_point and not (op == "max_pool2d" and x.dtype.is_integer):
-            raise DTypeError(f"{op}: input must be floating point, got {x.dtype}", op=op,
-                             operands=ops, hint="call x.float() first")
+        # max pooling takes integers too, average pooling int64, as PyTorch (no gradient
+        # flows to them)
+        if not x.dtype.is_floating_point and not (
+                x.dtype.is_integer if op == "max_pool2d" else x.dtype is _dt.int64):
+            raise DTypeError(f"{op}: input must be floating point"
+                             f"{'' if op == 'max_pool2d' else ' or int64'}, got {x.dtype}",
+                             op=op, operands=ops, hint="call x.float() first")
         k, s, p, d = self.k, self.s, self.p, self.d
         for a in range(2):
             if p[a] > k[a] // 2:  # PyTorch's rule (on the kernel size, not the dilated one)
@@ -245,6 +248,8 @@ class AvgPool2d(Op):
                 acc = xp.array(xpad[:, :, rs, cs])
             else:
                 acc += xpad[:, :, rs, cs]
+        if x.dtype.kind in "iu":  # int64: the exact sum divided as C does (toward zero)
+            return _trunc_div(xp, acc, _divisor(xp, self))
         acc *= _inv_divisor(xp, self, x.dtype)
         return acc
 
@@ -254,9 +259,31 @@ class AvgPool2d(Op):
 
 def _inv_divisor(xp, op: AvgPool2d, dtype):
     """1 / the number each window's sum is divided by, shape [oh, ow] (PyTorch's rules)."""
-    spec = op.spec
     if op.divisor_override:
         return xp.asarray(1.0 / op.divisor_override, dtype)
+    return (1.0 / _divisor(xp, op)).astype(dtype)
+
+
+def _trunc_div(xp, a, d):
+    """a / d rounded toward zero in a's integer dtype (floor division, then one step back
+    toward zero where it rounded a negative quotient down)."""
+    q = a // d
+    q += ((a - q * d) != 0) & ((a < 0) != (d < 0))
+    return q
+
+
+def window_count(i: int, n: int, k: int, s: int, p: int, count_include_pad: bool) -> int:
+    """The divisor of window i along one axis of size n (PyTorch's rules, as `_divisor`)."""
+    start = i * s - p
+    end = min(start + k, n + p)
+    return min(end, n) - max(start, 0) if not count_include_pad else end - start
+
+
+def _divisor(xp, op: AvgPool2d):
+    """The number each window's sum is divided by: an int, or int64 [oh, ow]."""
+    spec = op.spec
+    if op.divisor_override:
+        return int(op.divisor_override)
     _, _, H, W = spec.x_shape
     _, _, oh, ow = spec.out_shape
     counts = []
@@ -267,7 +294,7 @@ def _inv_divisor(xp, op: AvgPool2d, dtype):
         if not op.count_include_pad:
             size = xp.minimum(end, n) - xp.maximum(start, 0)
         counts.append(size)
-    return (1.0 / xp.outer(counts[0], counts[1])).astype(dtype)
+    return xp.outer(counts[0], counts[1])
 
 
 class AvgPoolBackward(Op):

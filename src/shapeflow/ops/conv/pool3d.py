@@ -10,13 +10,15 @@ among equal maxima (the first in d, h, w order).
 
 from __future__ import annotations
 
+from ... import dtypes as _dt
 from ...errors import ShapeError
 from ...shape import format_shape
-from ...tensor import Tensor, describe
+from ...tensor import Tensor, describe, tensor
+from ..elementwise import div as div_
 from ..registry import public
 from .convnd import _triple
 from .pool import _need, _out_sizes, adaptive_avg_pool2d, adaptive_max_pool2d
-from .pool2d import avg_pool2d, max_pool2d
+from .pool2d import avg_pool2d, max_pool2d, window_count
 
 
 def _need5(op: str, input: Tensor) -> tuple:
@@ -101,16 +103,32 @@ def avg_pool3d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
         raise ShapeError(f"{op}: padding {p[0]} must be at most half the kernel size {k[0]}",
                          op=op, operands=[("input", describe(input))])
     N, C, D, H, W = x.shape
-    # the sums when a divisor is given (1 divides by nothing), the per-axis means otherwise
-    div = 1 if divisor_override else None
+    # the sums when a divisor is given (1 divides by nothing), the per-axis means otherwise;
+    # int64 takes the exact sums and one division toward zero by the whole 3-D divisor
+    exact = x.dtype is _dt.int64
+    div = 1 if divisor_override or exact else None
     y = avg_pool2d(_planes(x), k[1:], s[1:], p[1:], ceil_mode, count_include_pad, div)
     oh, ow = y.shape[-2], y.shape[-1]
     z = avg_pool2d(_depth_last(y, N, C, D), (1, k[0]), (1, s[0]), (0, p[0]), ceil_mode,
                    count_include_pad, div)
     out = _back(z, oh, ow)
-    if divisor_override:
+    if exact:
+        divisor = divisor_override or _divisors(out.shape[2:], (D, H, W), k, s, p,
+                                                count_include_pad, x.device)
+        out = div_(out, divisor, rounding_mode="trunc")
+    elif divisor_override:
         out = out / divisor_override
     return _finish(out, None, unbatched, False)
+
+
+def _divisors(out_sizes, sizes, k, s, p, count_include_pad: bool, device) -> Tensor:
+    """int64 [od, oh, ow]: each 3-D window's divisor, the product of its per-axis counts."""
+    counts = [[window_count(i, n, k[a], s[a], p[a], count_include_pad) for i in range(o)]
+              for a, (o, n) in enumerate(zip(out_sizes, sizes))]
+    d = tensor(counts[0], dtype=_dt.int64, device=device).reshape(-1, 1, 1)
+    h = tensor(counts[1], dtype=_dt.int64, device=device).reshape(1, -1, 1)
+    w = tensor(counts[2], dtype=_dt.int64, device=device).reshape(1, 1, -1)
+    return d * h * w
 
 
 @public(sf=False, functional=True)

@@ -117,6 +117,18 @@ class FloatBinary(Binary):
         return shape, dt
 
 
+class RealFloatBinary(FloatBinary):
+    """A FloatBinary of real numbers only (hypot, atan2, copysign, xlogy...): PyTorch has no
+    complex kernel for them, so complex operands are refused here, not by NumPy."""
+
+    def infer(self, a, b):
+        if a.dtype.is_complex or b.dtype.is_complex:
+            from .complex_parts import REAL_FUNCTION, refuse_complex
+
+            refuse_complex(self.name, a, b, hint=REAL_FUNCTION)
+        return FloatBinary.infer(self, a, b)
+
+
 def _with_float32_scalar(op: Binary, k, a, b, npd):
     """op of a 16-bit float array a and a 0-d b kept in float32, rounded once to npd."""
     a, b = k.cast(a.astype(npd, copy=False), _F32_NP), b.astype(_F32_NP)
@@ -145,6 +157,16 @@ def _no_bool(op: Binary, a, b):
     if dt is _dt.bool_:  # PyTorch has no floor division of bools
         raise DTypeNotImplementedError(f"{op.name}: not implemented for bool", op=op.name,
                                        hint="cast to an integer dtype first")
+    return shape, dt
+
+
+def _real_only(op: Binary, a, b):
+    """floor_divide and remainder: neither bools nor complex numbers (PyTorch has neither)."""
+    shape, dt = _no_bool(op, a, b)
+    if dt.is_complex:
+        from .complex_parts import refuse_complex
+
+        refuse_complex(op.name, a, b)
     return shape, dt
 
 
@@ -285,7 +307,7 @@ class FloorDivide(Binary):
 
     name = "floor_divide"
     differentiable = False
-    infer = _no_bool
+    infer = _real_only
 
     def fn(self, a, b):
         _int_zero_check("floor_divide", b)
@@ -298,7 +320,7 @@ class Remainder(Binary):
     """Python's modulo: the sign of the divisor (fmod has the dividend's)."""
 
     name = "remainder"
-    infer = _no_bool
+    infer = _real_only
 
     def saved(self, a, b, out):
         return (X0, X1) if b.requires_grad else ()

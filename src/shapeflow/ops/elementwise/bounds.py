@@ -16,6 +16,14 @@ class Maximum(Binary):
     name = "maximum"
     ufunc = "maximum"
 
+    def infer(self, a, b):
+        shape, dt = Binary.infer(self, a, b)
+        if dt.is_complex:  # PyTorch has no order of complex numbers
+            from .complex_parts import refuse_complex
+
+            refuse_complex(self.name, a, b)
+        return shape, dt
+
     def saved(self, a, b, out):
         return (X0, X1)
 
@@ -43,6 +51,10 @@ class Clamp(Op):
 
     def infer(self, x):
         dt = x.dtype
+        if dt.is_complex:  # PyTorch has no order of complex numbers
+            from .complex_parts import refuse_complex
+
+            refuse_complex(self.name, x)
         for b in (self.lo, self.hi):
             if b is not None:
                 dt = result_type(x, b)

@@ -226,13 +226,26 @@ def _complex_sgn(z: Tensor) -> Tensor:
     return apply(Sgn(), z)
 
 
-def refuse_complex(op: str, *tensors: Tensor) -> None:
-    """PyTorch has no `op` for complex tensors (comparisons, rounding): a DTypeError."""
+def refuse_complex(op: str, *tensors: Tensor,
+                   hint: str = "compare or round real(x), imag(x) or abs(x) instead") -> None:
+    """PyTorch has no `op` for complex tensors (comparisons, rounding, real special
+    functions): a DTypeError."""
     for t in tensors:
         if isinstance(t, Tensor) and t.dtype.is_complex:
             raise DTypeError(f"{op} is not supported for complex tensors", op=op,
-                             operands=[("input", describe(t))],
-                             hint="compare or round real(x), imag(x) or abs(x) instead")
+                             operands=[("input", describe(t))], hint=hint)
+
+
+def complex_not_yet(op: str, *tensors: Tensor, hint: str | None = None) -> None:
+    """PyTorch has `op` for complex tensors, shapeflow not yet: a DTypeError saying so (rather
+    than a raw NumPy error or an answer that drops the imaginary part)."""
+    for t in tensors:
+        if isinstance(t, Tensor) and t.dtype.is_complex:
+            raise DTypeError(f"{op}: shapeflow does not support complex tensors here yet",
+                             op=op, operands=[("input", describe(t))], hint=hint)
+
+
+REAL_FUNCTION = "it is a function of real numbers: apply it to real(x), imag(x) or abs(x)"
 
 
 class Complex(Op):

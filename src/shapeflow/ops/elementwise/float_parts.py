@@ -95,6 +95,10 @@ class Heaviside(Binary):
     differentiable = False
 
     def infer(self, a, b):
+        if a.dtype.is_complex or b.dtype.is_complex:  # a step needs an order, as PyTorch says
+            from .complex_parts import refuse_complex
+
+            refuse_complex(self.name, a, b)
         if a.dtype is not b.dtype:
             raise DTypeError("heaviside is not yet implemented for tensors with different "
                              f"dtypes ({a.dtype} and {b.dtype})", op=self.name,

@@ -14,7 +14,7 @@ from ...tensor import Tensor, describe
 from ..base import X0, X1, Op, apply
 from ..registry import public
 from ._common import _NUMBER, _as_operand
-from .binary import Binary, _int_zero_check, _no_bool
+from .binary import Binary, _int_zero_check, _real_only
 from .scalar import ScalarOp
 
 
@@ -190,7 +190,7 @@ class Fmod(Binary):
     """C's remainder: the sign of the dividend (remainder has the divisor's)."""
 
     name = "fmod"
-    infer = _no_bool
+    infer = _real_only  # neither bools nor complex numbers, as PyTorch
 
     def saved(self, a, b, out):
         return (X0, X1) if b.requires_grad else ()
@@ -216,6 +216,10 @@ class FmodScalar(ScalarOp):
         shape, dt = ScalarOp.infer(self, x)
         if dt is _dt.bool_:
             raise DTypeNotImplementedError("fmod: not implemented for bool", op="fmod")
+        if dt.is_complex:  # PyTorch has no complex remainder
+            from .complex_parts import refuse_complex
+
+            refuse_complex(self.name, x)
         if not dt.is_floating_point and self.c == 0:
             raise IntegerDivisionError("fmod: integer division by zero", op="fmod")
         return shape, dt

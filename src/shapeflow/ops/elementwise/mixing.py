@@ -14,7 +14,7 @@ from ..base import OUT, X0, X1, X2, Op, apply
 from ..inplace import inplace_method as _inplace
 from ..registry import public
 from ._common import _as_operand
-from .binary import FloatBinary
+from .binary import FloatBinary, RealFloatBinary
 from .bounds import Clamp
 from .bounds import clamp as _clamp_numbers
 from .compare import logical_and, logical_or, where
@@ -25,7 +25,7 @@ _KEEP_ALL = (X0, X1, OUT)
 _KEEP_X0_X1 = (X0, X1)
 
 
-class Hypot(FloatBinary):
+class Hypot(RealFloatBinary):
     name = "hypot"
     ufunc = "hypot"
 
@@ -38,7 +38,7 @@ class Hypot(FloatBinary):
         return scale * a, scale * b
 
 
-class Atan2(FloatBinary):
+class Atan2(RealFloatBinary):
     name = "atan2"
     ufunc = "arctan2"
 
@@ -52,9 +52,25 @@ class Atan2(FloatBinary):
 
 
 class LogAddExp(FloatBinary):
+    """log(exp(a) + exp(b)); for complex operands (NumPy's ufunc has none) the one with the
+    larger real part is factored out: mx + log1p(exp(mn - mx)), as PyTorch does."""
+
     name = "logaddexp"
     ufunc = "logaddexp"
     base = 1.0  # gradients are exp((x - out) * log(base)), base e
+
+    def infer(self, a, b):
+        shape, dt = FloatBinary.infer(self, a, b)
+        if dt.is_complex:  # an instance attribute: the float path keeps the ufunc
+            self.fn = self._complex_fn
+        return shape, dt
+
+    def _complex_fn(self, a, b):
+        xp = self.device.xp
+        first = a.real >= b.real
+        mx, mn = xp.where(first, a, b), xp.where(first, b, a)
+        with xp.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            return mx + xp.log1p(xp.exp(mn - mx))
 
     def saved(self, a, b, out):
         return _KEEP_ALL
@@ -62,13 +78,17 @@ class LogAddExp(FloatBinary):
     def backward(self, g):
         a, b, out = self.saved_tensors
         s = self.base
-        return g * exp((a - out) * s), g * exp((b - out) * s)
+        da, db = exp((a - out) * s), exp((b - out) * s)
+        if da.dtype.is_complex:  # holomorphic: g times the conjugate derivative
+            da, db = da.conj(), db.conj()
+        return g * da, g * db
 
 
 class LogAddExp2(LogAddExp):
     name = "logaddexp2"
     ufunc = "logaddexp2"
     base = math.log(2.0)
+    infer = RealFloatBinary.infer  # PyTorch has no complex logaddexp2
 
 
 class Lerp(Op):
@@ -81,7 +101,7 @@ class Lerp(Op):
         shape = broadcast_shapes(start.shape, end.shape, "lerp", ("input", "end"))
         shape = broadcast_shapes(shape, weight.shape, "lerp", ("input", "weight"))
         dt = promote_types(start.dtype, end.dtype)
-        if not dt.is_floating_point:
+        if not (dt.is_floating_point or dt.is_complex):
             raise DTypeError(f"lerp: expected floating point tensors, got {dt}", op="lerp",
                              operands=[("input", describe(start)), ("end", describe(end))])
         self.dt = dt
@@ -106,13 +126,16 @@ class Lerp(Op):
     def backward(self, g):
         saved = list(self.saved_tensors)
         gs = ge = gw = None
+        # holomorphic in each operand: complex ones take g times the conjugate derivative
         if self.needs_grad(0) or self.needs_grad(1):
             w = saved.pop(0)
+            w = w.conj() if w.dtype.is_complex else w
             gs = g * (1.0 - w) if self.needs_grad(0) else None
             ge = g * w if self.needs_grad(1) else None
         if self.needs_grad(2):
             s, e = saved
-            gw = g * (e - s)
+            d = e - s
+            gw = g * (d.conj() if d.dtype.is_complex else d)
         return gs, ge, gw
 
 
@@ -130,6 +153,10 @@ class ClampTensor(Op):
         for name, b in zip(self._names(), bounds):
             shape = broadcast_shapes(shape, b.shape, "clamp", ("input", name))
             dt = promote_types(dt, b.dtype)
+        if dt.is_complex:  # PyTorch has no order of complex numbers
+            from .complex_parts import refuse_complex
+
+            refuse_complex(self.name, x, *bounds)
         self.dt = dt
         return shape, dt
 
@@ -239,7 +266,8 @@ def logaddexp2(a: Tensor, b: Tensor) -> Tensor:
 def lerp(start: Tensor, end: Tensor, weight) -> Tensor:
     """start + weight * (end - start); weight a number or a tensor (broadcast)."""
     if not isinstance(weight, Tensor):  # a number keeps its precision (float64's 0.4)
-        dt = start.dtype if start.dtype.is_floating_point else _dt.get_default_dtype()
+        dt = start.dtype if start.dtype.is_floating_point else _dt.to_real(start.dtype) \
+            if start.dtype.is_complex else _dt.get_default_dtype()
         weight = Tensor._make(start.device.asarray(float(weight), dt.np), (), dt, start.device)
     end = end if isinstance(end, Tensor) else _as_operand(end, start)
     return apply(Lerp(), start, end, weight)
@@ -256,7 +284,7 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, value=1) -> Tensor:
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, value=1) -> Tensor:  # noqa: A002
     """input + value * tensor1 / tensor2 (floating point tensors only, as in PyTorch)."""
     for name, t in (("tensor1", tensor1), ("tensor2", tensor2)):
-        if isinstance(t, Tensor) and not t.dtype.is_floating_point:
+        if isinstance(t, Tensor) and not (t.dtype.is_floating_point or t.dtype.is_complex):
             raise DTypeError(
                 "addcdiv: integer division is not supported", op="addcdiv",
                 operands=[(name, describe(t))],

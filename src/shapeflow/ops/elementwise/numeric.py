@@ -18,10 +18,20 @@ from ..registry import public
 from ._common import _as_operand
 from .binary import mul, pow
 from .casts import cast
-from .compare import _predicate, ge, gt, isinf, isnan, le, logical_and, logical_or, lt, where
+from .compare import UnaryPredicate, ge, gt, isinf, isnan, le, logical_and, logical_or, lt, where
+from .complex_parts import refuse_complex
 from .unary import sign
 
-SignBit = _predicate("signbit")
+
+class SignBit(UnaryPredicate):
+    """Whether the sign bit is set: real numbers only (PyTorch has none for complex)."""
+
+    name = ufunc = "signbit"
+
+    def infer(self, x):
+        if x.dtype.is_complex:
+            refuse_complex(self.name, x, hint="take signbit(real(x)) or signbit(imag(x))")
+        return x.shape, _dt.bool_
 
 
 def _tensors(a, b, op: str) -> tuple[Tensor, Tensor]:
@@ -52,33 +62,44 @@ def fmin(a: Tensor, b: Tensor) -> Tensor:
     return _nan_pick(a, b, "fmin", le)
 
 
+def _is_complex(v) -> bool:
+    return v.dtype.is_complex if isinstance(v, Tensor) else isinstance(v, complex)
+
+
 @public(method=True)
 def float_power(a, b) -> Tensor:
-    """a ** b computed in double precision (float64 result)."""
-    def double(t):
-        return t if not isinstance(t, Tensor) or t.dtype is _dt.float64 else cast(t, _dt.float64)
-
+    """a ** b computed in double precision (float64 result; complex128 where either operand
+    is complex, as PyTorch)."""
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         raise DTypeError("float_power: expected at least one tensor", op="float_power")
+    wide = _dt.complex128 if _is_complex(a) or _is_complex(b) else _dt.float64
+    number = complex if wide is _dt.complex128 else float
+
+    def double(t):
+        if not isinstance(t, Tensor):
+            return number(t)
+        return t if t.dtype is wide else cast(t, wide)
+
     a, b = double(a), double(b)
-    return pow(a, float(b) if isinstance(b, (int, float)) else b) if isinstance(a, Tensor) \
-        else pow(float(a), b)
+    return pow(a, b)
 
 
-def _to_float(x: Tensor) -> Tensor:
+def _to_float(x: Tensor, op: str) -> Tensor:
+    if x.dtype.is_complex:  # PyTorch refuses: an angle in degrees is a real number
+        refuse_complex(op, x, hint="convert angle(x) instead")
     return x if x.dtype.is_floating_point else cast(x, _dt.get_default_dtype())
 
 
 @public(method=True)
 def deg2rad(x: Tensor) -> Tensor:
     """Degrees to radians, elementwise (integers become the default float dtype)."""
-    return mul(_to_float(x), math.pi / 180)
+    return mul(_to_float(x, "deg2rad"), math.pi / 180)
 
 
 @public(method=True)
 def rad2deg(x: Tensor) -> Tensor:
     """Radians to degrees, elementwise (integers become the default float dtype)."""
-    return mul(_to_float(x), 180 / math.pi)
+    return mul(_to_float(x, "rad2deg"), 180 / math.pi)
 
 
 @public(method=True)
@@ -128,6 +149,7 @@ def isin(elements, test_elements, *, assume_unique: bool = False,
     like = elements if isinstance(elements, Tensor) else test_elements
     e = _as_operand(elements, like)
     t = _as_operand(test_elements, like)
+    refuse_complex("isin", e, t)  # PyTorch has no complex isin (it sorts)
     if e.device is meta or t.device is meta:
         return Tensor._make(None, tuple(e.shape), _dt.bool_, meta)
     xp = e.device.xp

@@ -258,6 +258,10 @@ class _IntDivScalar(_Quiet):
 
                 raise DTypeNotImplementedError(f"{self.name}: not implemented for bool",
                                                op=self.name)
+            if dt.is_complex:  # PyTorch has no floor division of complex numbers
+                from .complex_parts import refuse_complex
+
+                refuse_complex(self.name, x)
             if not self.reverse and self.c == 0:
                 from ...errors import IntegerDivisionError
 

@@ -15,8 +15,9 @@ from ..inplace import inplace_method as _inplace
 from ..registry import public
 from . import special_kernels as K
 from ._common import _NUMBER, _as_operand
-from .binary import FloatBinary
+from .binary import RealFloatBinary
 from .compare import isfinite, where
+from .complex_parts import REAL_FUNCTION, refuse_complex
 from .unary import Unary, cos, exp, sin
 
 _SQRT_PI = math.sqrt(math.pi)
@@ -31,6 +32,8 @@ class Special(Unary):
 
     def infer(self, x):
         shape, dt = Unary.infer(self, x)
+        if dt.is_complex:  # real functions (PyTorch has no complex erf, lgamma, bessel...)
+            refuse_complex(self.name, x, hint=REAL_FUNCTION)
         self.out_np = dt.np
         return shape, dt
 
@@ -99,20 +102,28 @@ class Trigamma(Special):
 
 
 class Sinc(Special):
+    """sin(pi x) / (pi x), 1 at 0; complex x too (computed in complex128), as PyTorch."""
+
     name = "sinc"
 
-    @staticmethod
-    def fn(x, xp):
+    def infer(self, x):
+        shape, dt = Unary.infer(self, x)
+        self.out_np = dt.np
+        return shape, dt
+
+    def forward(self, x):
+        xp = self.device.xp
+        wide = xp.complex128 if x.dtype.kind == "c" else xp.float64
         with xp.errstate(invalid="ignore"):
-            return xp.sinc(x)  # sin(pi x) / (pi x), 1 at 0
+            return xp.sinc(x.astype(wide)).astype(self.out_np, copy=False)
 
     def backward(self, g):
         (x,) = self.saved_tensors
         zero = x == 0
         safe = where(zero, 1.0, x)
         ps = safe * math.pi
-        d = (ps * cos(ps) - sin(ps)) / (ps * safe)
-        return (g * where(zero, 0.0, d),)
+        d = where(zero, 0.0, (ps * cos(ps) - sin(ps)) / (ps * safe))
+        return (g * (d.conj() if d.dtype.is_complex else d),)  # holomorphic: conj(f'(z))
 
 
 class Logit(Special):
@@ -153,6 +164,11 @@ class NanToNum(Op):
         return (X0,)
 
     def forward(self, x):
+        if x.dtype.kind == "c":  # the real and imaginary parts each, as PyTorch
+            return (self._replace(x.real) + 1j * self._replace(x.imag)).astype(x.dtype)
+        return self._replace(x)
+
+    def _replace(self, x):
         big = _LARGEST.get(x.dtype.name)
         if big is None:  # integers and bools: nothing to replace
             return x.copy()
@@ -167,7 +183,7 @@ class NanToNum(Op):
         return (g * isfinite(x),)
 
 
-class Xlogy(FloatBinary):
+class Xlogy(RealFloatBinary):
     """x * log(y), 0 where x == 0 (even where log(y) is inf); NaN y stays NaN."""
 
     name = "xlogy"

@@ -12,7 +12,7 @@ from ...tensor import Tensor
 from ..base import OUT, X0, apply
 from ..registry import public
 from ._common import _as_operand
-from .binary import FloatBinary
+from .binary import RealFloatBinary
 from .compare import where, zeros_scalar_like
 from .unary import Unary
 
@@ -174,7 +174,7 @@ class Frac(_Quiet):
         return (g,)
 
 
-class Copysign(FloatBinary):
+class Copysign(RealFloatBinary):
     """|a| with the sign of b (its sign bit: -0.0 counts as negative); floats only out."""
 
     name = "copysign"

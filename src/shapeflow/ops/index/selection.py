@@ -15,6 +15,7 @@ from ...errors import DeviceError, DTypeError, ShapeError, ShapeIndexError
 from ...shape import broadcast_shapes, dims_equal, format_shape, normalize_dim
 from ...tensor import Tensor, describe
 from ..base import X1, Op, apply, reads_data
+from ..elementwise.complex_parts import refuse_complex
 from ..movement.index_arrays import INTP, add_at
 from ..registry import public
 from .gather_scatter import gather
@@ -373,6 +374,8 @@ class SearchSorted(Op):
         if seq.dtype.is_bool or values.dtype.is_bool:
             raise DTypeError("searchsorted: bool tensors are not supported", op=self.name,
                              operands=ops)
+        if seq.dtype.is_complex or values.dtype.is_complex:  # no order, as PyTorch says
+            refuse_complex(self.name, seq, values)
         return tuple(values.shape), _dt.int32 if self.out_int32 else _int64
 
     def forward(self, seq, values, sorter=None):
@@ -477,6 +480,7 @@ def _unique_result(x: Tensor, op: str, values, inverse, counts, return_inverse, 
 def unique(x: Tensor, sorted: bool = True, return_inverse: bool = False,  # noqa: A002
            return_counts: bool = False, dim: int | None = None):
     """The distinct values (or slices along dim), sorted; optionally inverse and counts."""
+    refuse_complex("unique", x)  # PyTorch's sorts complex numbers nowhere
     _needs_data("unique", x)
     a, xp = x._data, x.device.xp
     if dim is None:
@@ -498,6 +502,7 @@ def unique(x: Tensor, sorted: bool = True, return_inverse: bool = False,  # noqa
 def unique_consecutive(x: Tensor, return_inverse: bool = False, return_counts: bool = False,
                        dim: int | None = None):
     """Each run of equal consecutive values (or slices along dim) kept once."""
+    refuse_complex("unique_consecutive", x)  # refused as PyTorch does
     _needs_data("unique_consecutive", x)
     a, xp = x._data, x.device.xp
     if dim is None:

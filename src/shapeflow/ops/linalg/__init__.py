@@ -15,10 +15,14 @@ from ._common import LinAlgError  # noqa: F401  (re-exported: shapeflow.linalg)
 from .decompositions import cholesky as _cholesky
 from .decompositions import qr as _qr
 from .decompositions import svd as _svd
+from .eig import eig, eigvals  # noqa: F401
 from .einsum import Einsum, einsum  # noqa: F401  (Einsum: io/onnx.py's exporters)
+from .householder import geqrf, householder_product, ormqr  # noqa: F401
 from .info import cholesky_ex, inv_ex, solve_ex  # noqa: F401
 from .inverse import det, inv, inverse, logdet, slogdet, solve  # noqa: F401
+from .ldl import ldl_factor, ldl_factor_ex, ldl_solve  # noqa: F401
 from .least_squares import lstsq  # noqa: F401
+from .lowrank import pca_lowrank, svd_lowrank  # noqa: F401
 from .lu import lu, lu_factor, lu_factor_ex, lu_solve, lu_unpack  # noqa: F401
 from .matmul import Matmul, bmm, dot, matmul, mm, mv, outer  # noqa: F401  (Matmul: io/onnx.py)
 from .matrix_exp import matrix_exp  # noqa: F401

@@ -17,8 +17,9 @@ class LinAlgError(ShapeflowError, RuntimeError):
     kind = "LinAlgError"
 
 
-def check_matrix(op: str, x: Tensor, square: bool = True) -> None:
-    """x is a (batch of) float32/float64 matrices, square where the op needs it."""
+def check_matrix(op: str, x: Tensor, square: bool = True, complex_ok: bool = False) -> None:
+    """x is a (batch of) float32/float64 (or, where complex_ok, complex64/complex128)
+    matrices, square where the op needs it."""
     if x.ndim < 2:
         raise ShapeError(f"{op}: expected a matrix or a batch of matrices (>= 2 dims), got "
                          f"{describe(x)}", op=op, operands=[("A", describe(x))])
@@ -26,15 +27,16 @@ def check_matrix(op: str, x: Tensor, square: bool = True) -> None:
         raise ShapeError(f"{op}: A must be batches of square matrices, but they are "
                          f"{x.shape[-2]} by {x.shape[-1]} matrices", op=op,
                          operands=[("A", describe(x))])
-    check_float(op, x)
+    check_float(op, x, complex_ok)
 
 
-def check_float(op: str, x: Tensor) -> None:
-    if x.dtype not in (_dt.float32, _dt.float64):
-        raise DTypeError(f"{op}: expected a float32 or float64 tensor, got {x.dtype}", op=op,
-                         operands=[("A", describe(x))],
-                         hint="convert with .float() or .double() (LAPACK has no 16-bit "
-                         "floats)")
+def check_float(op: str, x: Tensor, complex_ok: bool = False) -> None:
+    if x.dtype in (_dt.float32, _dt.float64) or (complex_ok and x.dtype.is_complex):
+        return
+    kinds = "float32, float64, complex64 or complex128" if complex_ok else "float32 or float64"
+    raise DTypeError(f"{op}: expected a {kinds} tensor, got {x.dtype}", op=op,
+                     operands=[("A", describe(x))],
+                     hint="convert with .float() or .double() (LAPACK has no 16-bit floats)")
 
 
 def lapack(xp, op: str, what: str, fn, *arrays):
@@ -80,3 +82,16 @@ def split_grad(g: Tensor, shapes: list) -> list:
         return parts
     # an empty part (a 0-size batch) stays a tensor: the formulas still need its shape
     return [None if p._data.size and not p._data.any() else p for p in parts]
+
+
+def raise_on_info(op: str, info, pivot: str, what: str, ex: str) -> None:
+    """A factorization's nonzero `info` (LAPACK's: the 1-based index of the zero pivot) as
+    LinAlgError naming the batch element and the pivot (`U`, `D`); `ex` the _ex variant."""
+    if info._data is None or not info._data.size or not info._data.any():
+        return
+    flat = info._data.reshape(-1)
+    first = int((flat != 0).argmax())
+    where = f"the batch element {first}: " if info.ndim else ""
+    j = int(flat[first])
+    raise LinAlgError(f"{op}: {where}{pivot}[{j},{j}] is {what}", op=op,
+                      hint=f"{ex} returns the factor with info instead")

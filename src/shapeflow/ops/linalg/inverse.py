@@ -119,13 +119,14 @@ class DetSign(Op):
 
 
 class Solve(Op):
-    """X with A X = B, B a batch of matrices; batch dims broadcast."""
+    """X with A X = B, B a batch of matrices; batch dims broadcast. Complex matrices are
+    taken (the eigenvector gradients solve with them); public linalg.solve checks first."""
 
     name = "linalg.solve"
 
     def infer(self, a, b):
-        check_matrix(self.name, a)
-        check_float(self.name, b)
+        check_matrix(self.name, a, complex_ok=True)
+        check_float(self.name, b, complex_ok=True)
         if a.dtype is not b.dtype:
             raise DTypeError(f"{self.name}: A and B must have the same dtype, got {a.dtype} "
                              f"and {b.dtype}", op=self.name,
@@ -154,8 +155,9 @@ class Solve(Op):
     def backward(self, g):
         saved = self.saved_tensors
         a = saved[0]
-        gb = apply(Solve(), a.mT, g)
-        ga = -(gb @ saved[1].mT) if self.needs_grad(0) else None
+        # conjugate transposes: the complex gradients (mH is mT for real matrices)
+        gb = apply(Solve(), a.mH, g)
+        ga = -(gb @ saved[1].mH) if self.needs_grad(0) else None
         return ga, gb
 
 

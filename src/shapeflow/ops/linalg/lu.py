@@ -15,7 +15,7 @@ from ...errors import ShapeError
 from ...tensor import Tensor, describe
 from ..base import OUT, Op, Saved, apply
 from ..registry import public
-from ._common import LinAlgError, check_float, check_matrix
+from ._common import check_float, check_matrix, raise_on_info
 from .inverse import Solve
 
 LUFactorResult = namedtuple("linalg_lu_factor", ["LU", "pivots"])
@@ -189,14 +189,7 @@ def _factor(op_name: str, a: Tensor):
 
 
 def _raise_on_info(op: str, info: Tensor, what: str) -> None:
-    if info._data is None or not info._data.size or not info._data.any():
-        return
-    flat = info._data.reshape(-1)
-    first = int((flat != 0).argmax())
-    where = f"the batch element {first}: " if info.ndim else ""
-    j = int(flat[first])
-    raise LinAlgError(f"{op}: {where}U[{j},{j}] is zero {what}", op=op,
-                      hint="linalg.lu_factor_ex returns the factor with info instead")
+    raise_on_info(op, info, "U", f"zero {what}", "linalg.lu_factor_ex")
 
 
 @public(sf=False, linalg=True)

@@ -104,11 +104,11 @@ def inner(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
 
 @public(method=True)
 def vdot(a: Tensor, b: Tensor) -> Tensor:
-    """The dot product of two 1-D tensors (real: the same as dot)."""
+    """The dot product of two 1-D tensors, a conjugated (real: the same as dot)."""
     if a.ndim != 1 or b.ndim != 1:
         raise ShapeError(f"vdot: expected two 1-D tensors, got {a.ndim}-D and {b.ndim}-D",
                          op="vdot", operands=[("a", describe(a)), ("b", describe(b))])
-    return matmul(a, b)
+    return matmul(a.conj() if a.dtype.is_complex else a, b)
 
 
 @public(method=True)

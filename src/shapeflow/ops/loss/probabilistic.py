@@ -11,7 +11,7 @@ import math
 
 from ...autograd.autocast_state import hot as _autocast_hot
 from ...errors import ShapeError, ShapeRuntimeError
-from ...shape import broadcast_shapes, format_shape
+from ...shape import broadcast_shapes, dims_equal, format_shape
 from ...tensor import Tensor, describe
 from .. import autocast as _autocast
 from ..base import reads_data
@@ -76,6 +76,16 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float, full: 
     return _reduce(loss, reduction)
 
 
+def _integer_pair(input: Tensor, target: Tensor) -> bool:
+    """Whether an integer input or target meets one of its own shape (PyTorch takes those:
+    the loss comes out in the promoted floating dtype); other pairs go to _check_pair."""
+    dts = (input.dtype, target.dtype)
+    return any(d.is_integer for d in dts) and \
+        all(d.is_integer or d.is_floating_point for d in dts) and \
+        len(input.shape) == len(target.shape) and \
+        all(dims_equal(a, b) is True for a, b in zip(input.shape, target.shape))
+
+
 @public(sf=False, functional=True)
 def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full: bool = False,
                      size_average=None, eps: float = 1e-8, reduce=None,
@@ -86,7 +96,8 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
         input, target = _autocast.fp32(input, target)
     op = "poisson_nll_loss"
     reduction = _reduction(op, size_average, reduce, reduction)
-    _check_pair(op, input, target)
+    if not _integer_pair(input, target):
+        _check_pair(op, input, target)
     if log_input:
         loss = input.exp() - target * input
     else:

@@ -15,6 +15,8 @@ from ..registry import public
 from ._common import _LAYER_X, _create_graph, _dense
 
 _KEEP_X_W, _KEEP_X, _KEEP_W = (_LAYER_X, X1), (_LAYER_X,), (X1,)  # what linear keeps
+# the integer dtypes PyTorch's cpu addmm takes (no unsigned wider than a byte)
+_INT_NAMES = frozenset({"int8", "int16", "int32", "int64", "uint8"})
 
 
 class Linear(Op):
@@ -27,7 +29,9 @@ class Linear(Op):
 
     def infer(self, x, w, *b):
         xs, ws, dt = x.shape, w.shape, x.dtype
-        ok = len(ws) == 2 and len(xs) >= 1 and dt is w.dtype and dt.is_floating_point
+        # integers too, as PyTorch (products wrap in the dtype; no gradient flows to them)
+        ok = len(ws) == 2 and len(xs) >= 1 and dt is w.dtype and (
+            dt.is_floating_point or dt.name in _INT_NAMES)
         if ok:
             a, c = xs[-1], ws[1]
             ok = a == c if type(a) is int and type(c) is int else dims_equal(a, c) is True
@@ -117,9 +121,11 @@ def _linear_error(x, w):
     if x.ndim == 0:
         raise ShapeRuntimeError("linear: x must have at least 1 dim, got a 0-d tensor", op="linear",
                                 operands=ops, hint="use x.reshape(1) for a single feature")
-    if not x.dtype.is_floating_point:
+    if not x.dtype.is_floating_point and not (x.dtype.name in _INT_NAMES and
+                                              w.dtype is x.dtype):
         raise DTypeError(
-            f"linear: x has dtype {x.dtype}; linear needs floating-point input", op="linear",
+            f"linear: x has dtype {x.dtype}; linear needs floating-point input (or integer x "
+            f"and weight of one dtype)", op="linear",
             operands=ops, hint="call x.float() first (token ids go through an Embedding "
             "layer, not a Linear)")
     if w.dtype is not x.dtype:

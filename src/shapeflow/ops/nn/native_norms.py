@@ -31,11 +31,7 @@ def native_layer_norm(input: Tensor, normalized_shape, weight: Tensor | None,
     from ..norm.layer_norm import layer_norm
 
     shape = tuple(normalized_shape)
-    if weight is None and bias is not None:
-        # layer_norm with a bias and no weight is wrong today (ops/norm, reported): add it here
-        out = layer_norm(input, shape, None, None, eps) + bias
-    else:
-        out = layer_norm(input, shape, weight, bias, eps)
+    out = layer_norm(input, shape, weight, bias, eps)
     dims = tuple(range(input.ndim - len(shape), input.ndim))
     mean, rstd = _stats(input.detach(), dims, eps, True)
     return out, mean, rstd

@@ -86,7 +86,10 @@ class _Norm(Op):
             kept += (Saved.input(1),)
         return kept
 
-    def forward(self, x, w=None, b=None):
+    def forward(self, x, *wb):
+        # the inputs after x are (weight, bias), (weight,) or (bias,): the flags say which
+        w = wb[0] if self.has_w else None
+        b = wb[-1] if self.has_b else None
         n = math.prod(x.shape[self.lead:])
         cdt = _compute_np(_dt.from_numpy_dtype(x.dtype))
         w1 = None if w is None else w.reshape(n).astype(cdt, copy=False)

@@ -14,7 +14,7 @@ from .norm import norm
 def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:  # noqa: A002
     """The p-norm of input - other (broadcast), over all elements."""
     for name, t in (("input", input), ("other", other)):
-        if isinstance(t, Tensor) and not t.dtype.is_floating_point:
+        if isinstance(t, Tensor) and not (t.dtype.is_floating_point or t.dtype.is_complex):
             raise DTypeError(f"dist: expected floating point tensors, got {t.dtype}", op="dist",
                              operands=[(name, describe(t))])
     return norm(input - other, p)

@@ -8,6 +8,7 @@ from ... import dtypes as _dt
 from ...errors import DTypeError, ShapeRuntimeError
 from ...tensor import Tensor, describe
 from ..base import OUT, X0, Op, Saved, apply
+from ..elementwise.complex_parts import refuse_complex as _refuse_complex
 from ..registry import public
 from ._common import Reduction, _int64, _one_dim, reduced_shape
 
@@ -45,6 +46,8 @@ class AMax(Reduction):
 
     def infer(self, x):
         shape, dt = Reduction.infer(self, x)
+        if dt.is_complex:  # PyTorch has no order of complex numbers
+            _refuse_complex(self.name, x)
         d = self.dim
         given = not (d is None or (isinstance(d, (tuple, list)) and not d))
         _check_nonempty(self.name, x, self.dims, given)
@@ -71,6 +74,8 @@ class MaxDim(Op):
         self.dim, self.keepdim, self.name = dim, keepdim, name
 
     def infer(self, x):
+        if x.dtype.is_complex:
+            _refuse_complex(self.name, x)
         d = _one_dim(self.dim, x, self.name)
         self.d = d
         dims = (d,) if x.ndim else ()
@@ -137,6 +142,8 @@ class ArgMax(Op):
         if x.dtype is _dt.bool_:
             raise DTypeError(f"{self.name}(): does not support bool input", op=self.name,
                              operands=[("input", describe(x))], hint="convert with .int()")
+        if x.dtype.is_complex:
+            _refuse_complex(self.name, x)
         if self.dim is None:
             _check_nonempty(self.name, x, (), False)
             return ((1,) * x.ndim if self.keepdim else ()), _int64

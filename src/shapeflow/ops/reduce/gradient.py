@@ -85,5 +85,5 @@ def gradient(input: Tensor, *, spacing=None, dim=None, edge_order: int = 1) -> t
                                     f"edge_order+1 ({edge_order + 1}), dim {d} has "
                                     f"{input.shape[d]}", op="gradient",
                                     operands=[("input", describe(input))])
-    x = input if input.dtype.is_floating_point else input.float()
+    x = input if input.dtype.is_floating_point or input.dtype.is_complex else input.float()
     return tuple(_along(x, d, h, edge_order) for d, h in zip(dims, hs))

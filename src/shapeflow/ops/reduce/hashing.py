@@ -17,6 +17,10 @@ def hash_tensor(input: Tensor, dim=None, *, keepdim: bool = False,  # noqa: A002
     if mode != 0:
         raise ArgumentError(f"hash_tensor: unknown mode {mode} (only 0, the xor sum)",
                             op="hash_tensor")
+    if input.dtype.is_complex:  # PyTorch hashes real dtypes only
+        from ..elementwise.complex_parts import refuse_complex
+
+        refuse_complex("hash_tensor", input, hint="hash view_as_real(x) instead")
     all_dims = dim is None or dim == () or input.ndim == 0  # a 0-d input takes dim 0 or -1
     if input.ndim == 0 and dim not in (None, (), 0, -1, (0,), (-1,)):
         normalize_dims(dim, 1, "hash_tensor")  # raises for the dims a 0-d tensor lacks

@@ -21,9 +21,11 @@ class Var(Reduction):
         self.correction = correction
 
     def out_dtype(self, dt):
+        if dt.is_complex:  # the mean squared modulus: real (complex64 gives float32)
+            return _dt.to_real(dt)
         if not dt.is_floating_point:
-            raise DTypeError(f"std and var only support floating point dtypes, got {dt}",
-                             op=self.name, hint="convert with .float() first")
+            raise DTypeError(f"std and var only support floating point and complex dtypes, "
+                             f"got {dt}", op=self.name, hint="convert with .float() first")
         return dt
 
     def saved(self, x, out):
@@ -33,13 +35,16 @@ class Var(Reduction):
         xp = self.device.xp
         dt = x.dtype
         n = prod_dims(x.shape[d] for d in self.dims)
-        xc = x.astype(_compute_np(_dt.from_numpy_dtype(dt)), copy=False)
+        if dt.kind == "c":  # xp.var gives the mean squared modulus, real
+            xc, dt = x, x.real.dtype
+        else:
+            xc = x.astype(_compute_np(_dt.from_numpy_dtype(dt)), copy=False)
         with xp.errstate(invalid="ignore", divide="ignore"):
             if n - self.correction > 0:
                 out = xp.var(xc, axis=self.dims, ddof=self.correction, keepdims=self.keepdim)
             else:  # PyTorch: divide by max(0, N - correction), giving inf or nan
                 mean_ = xp.mean(xc, axis=self.dims, keepdims=True) if n else 0.0
-                ss = xp.sum((xc - mean_) ** 2, axis=self.dims, keepdims=self.keepdim)
+                ss = xp.sum(xp.abs(xc - mean_) ** 2, axis=self.dims, keepdims=self.keepdim)
                 out = ss / 0.0
         return xp.asarray(out).astype(dt, copy=False)
 
@@ -67,10 +72,14 @@ class Std(Var):
 
     def forward(self, x):
         xp = self.device.xp
-        out = Var.forward(self, x.astype(_compute_np(_dt.from_numpy_dtype(x.dtype)),
-                                         copy=False))
+        if x.dtype.kind == "c":  # var is real already (float32 for complex64)
+            out, dt = Var.forward(self, x), x.real.dtype
+        else:
+            out = Var.forward(self, x.astype(_compute_np(_dt.from_numpy_dtype(x.dtype)),
+                                             copy=False))
+            dt = x.dtype
         with xp.errstate(invalid="ignore"):
-            return xp.sqrt(out).astype(x.dtype, copy=False)
+            return xp.sqrt(out).astype(dt, copy=False)
 
     def backward(self, g):
         from ..elementwise import where

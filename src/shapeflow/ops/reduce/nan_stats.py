@@ -13,6 +13,7 @@ from ... import dtypes as _dt
 from ...device import meta
 from ...errors import ArgumentError, DTypeError, ShapeError
 from ...tensor import Tensor, describe
+from ..elementwise.complex_parts import refuse_complex
 from ..registry import public
 from ._common import _one_dim, reduce_dims
 
@@ -39,6 +40,8 @@ def nansum(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
 
     if x.dtype.is_floating_point:
         x = where(isnan(x), 0.0, x)
+    elif x.dtype.is_complex:  # refused as PyTorch does (a NaN part has no NaN-free sum)
+        refuse_complex("nansum", x, hint="nansum real(x) and imag(x) apart")
     return _sum(x, dim, keepdim, dtype=dtype)
 
 
@@ -150,6 +153,7 @@ def mode(x: Tensor, dim: int = -1, keepdim: bool = False):
     from ..index.gather_scatter import gather
     from ..movement import reshape, squeeze, unsqueeze
 
+    refuse_complex("mode", x)  # refused as PyTorch does
     if x.ndim == 0:
         return ModeResult(x * 1 if x.dtype.is_floating_point else x,
                           Tensor._make(x.device.xp.zeros((), _dt.int64.np), (), _dt.int64,
@@ -318,7 +322,7 @@ def cov(x: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
     if x.ndim > 2:
         raise ShapeError(f"cov: expected a 1-d or 2-d input, got {x.ndim} dims", op="cov",
                          operands=[("input", describe(x))])
-    if not x.dtype.is_floating_point:
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
         x = x.to(_dt.get_default_dtype())
     rows = reshape(x, (1, -1)) if x.ndim < 2 else x
     n = rows.shape[1]
@@ -333,25 +337,32 @@ def cov(x: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
         mean = _sum(rows, 1, keepdim=True) / n
         norm = n - correction
     else:
-        w = w.to(x.dtype)
+        w = w.to(_dt.to_real(x.dtype))  # weights are real, for complex rows too
         w_sum = _sum(w)
         mean = _sum(rows * w, 1, keepdim=True) / w_sum
         norm = w_sum if correction == 0 else w_sum - correction if aweights is None else \
             w_sum - correction * _sum(w * aweights) / w_sum
     centred = rows - mean
-    out = matmul(centred * w if w is not None else centred, centred.mT)
+    # centred.mH: the conjugate transpose (E[(x - mean) conj(y - mean)] for complex rows)
+    out = matmul(centred * w if w is not None else centred, centred.mH)
     norm = clamp_min(norm, 0) if isinstance(norm, Tensor) else max(norm, 0)
     return squeeze(out / norm)
 
 
 @public(method=True)
 def corrcoef(x: Tensor) -> Tensor:
-    """The Pearson correlation matrix of the rows of x, clipped to [-1, 1]."""
-    from ..elementwise import clamp, sqrt
+    """The Pearson correlation matrix of the rows of x, clipped to [-1, 1] (the real and
+    imaginary parts each, for complex x)."""
+    from ..elementwise import clamp, imag, real, sqrt
+    from ..elementwise.complex_parts import complex as make_complex
     from ..movement import diagonal, unsqueeze
 
     c = cov(x)
     if c.ndim == 0:
         return c / c
-    std = sqrt(diagonal(c))
-    return clamp((c / unsqueeze(std, 1)) / unsqueeze(std, 0), -1, 1)
+    d = diagonal(c)
+    std = sqrt(real(d) if d.dtype.is_complex else d)  # a variance: real, as PyTorch takes it
+    c = (c / unsqueeze(std, 1)) / unsqueeze(std, 0)
+    if c.dtype.is_complex:
+        return make_complex(clamp(real(c), -1, 1), clamp(imag(c), -1, 1))
+    return clamp(c, -1, 1)

@@ -89,6 +89,8 @@ def norm(x: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Ten
         return matrix_norm(x, "nuc", dims, keepdim)
     if isinstance(p, str):
         raise ShapeError(f"norm: p={p!r} is not supported (use a number, 'fro' or 'nuc')")
+    if x.dtype.is_complex:  # the norm of the moduli (abs's gradient: PyTorch's convention)
+        x = abs_(x)
     if not x.dtype.is_floating_point:
         _need_float("norm", x)
     if dim == ():

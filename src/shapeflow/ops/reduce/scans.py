@@ -112,6 +112,10 @@ class CumExtremeIndex(Op):
         self.name = "cummax" if largest else "cummin"
 
     def infer(self, x):
+        if x.dtype.is_complex:  # PyTorch has no order of complex numbers
+            from ..elementwise.complex_parts import refuse_complex
+
+            refuse_complex(self.name, x)
         self.d = _one_dim(self.dim, x, self.name)
         return x.shape, _int64
 
@@ -162,6 +166,10 @@ class LogCumSumExp(Op):
     def infer(self, x):
         self.d = _one_dim(self.dim, x, self.name)
         dt = x.dtype
+        if dt.is_complex:  # NumPy's logaddexp has no complex accumulate
+            from ..elementwise.complex_parts import complex_not_yet
+
+            complex_not_yet(self.name, x, hint="logsumexp takes complex input")
         return x.shape, dt if dt.is_floating_point else promote(self.promotion, dt)
 
     def saved(self, x, out):

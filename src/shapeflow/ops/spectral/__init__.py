@@ -1,5 +1,5 @@
-"""Discrete Fourier transforms (the primitives under `shapeflow.fft`)."""
+"""Discrete Fourier transforms: the primitives under `shapeflow.fft`, and stft / istft."""
 
 from __future__ import annotations
 
-from . import fourier, transforms  # noqa: F401  (the primitives, and sf.fft's functions)
+from . import fourier, short_time, transforms  # noqa: F401  (primitives, sf.fft, stft)

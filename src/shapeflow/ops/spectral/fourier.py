@@ -9,6 +9,8 @@ the default float first. Each function is made of the three primitives of transf
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ... import dtypes as _dt
 from ...errors import ArgumentError, DTypeRuntimeError, ShapeRuntimeError
 from ...shape import normalize_dim
@@ -109,7 +111,7 @@ def _resized(op: str, x: Tensor, dims, sizes) -> Tensor:
     return x
 
 
-# ---- complex-to-complex ------------------------------------------------------------------
+# ---- the transforms' implementations: impl(op, x, s, dim, norm) ------------------------
 
 def _c2c_public(op: str, x: Tensor, s, dim, norm, forward: bool) -> Tensor:
     norm = _norm(op, norm)
@@ -118,51 +120,16 @@ def _c2c_public(op: str, x: Tensor, s, dim, norm, forward: bool) -> Tensor:
     return c2c(_resized(op, x, dims, sizes), tuple(dims), norm, forward)
 
 
-def fft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None, *,  # noqa: A002
-        out=None) -> Tensor:
-    """The one-dimensional discrete Fourier transform along dim."""
-    _check_out("fft", out)
-    return _c2c_public("fft", input, None if n is None else (n,), (dim,), norm, True)
+def _fft_public(op: str, x: Tensor, s, dim, norm) -> Tensor:
+    return _c2c_public(op, x, s, dim, norm, True)
 
 
-def ifft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None, *,  # noqa: A002
-         out=None) -> Tensor:
-    """The one-dimensional inverse discrete Fourier transform along dim."""
-    _check_out("ifft", out)
-    return _c2c_public("ifft", input, None if n is None else (n,), (dim,), norm, False)
+def _ifft_public(op: str, x: Tensor, s, dim, norm) -> Tensor:
+    return _c2c_public(op, x, s, dim, norm, False)
 
-
-def fft2(input: Tensor, s=None, dim=(-2, -1), norm: str | None = None, *,  # noqa: A002
-         out=None) -> Tensor:
-    """The two-dimensional discrete Fourier transform (over the last two dims)."""
-    _check_out("fft2", out)
-    return _c2c_public("fft2", input, s, dim, norm, True)
-
-
-def ifft2(input: Tensor, s=None, dim=(-2, -1), norm: str | None = None, *,  # noqa: A002
-          out=None) -> Tensor:
-    """The two-dimensional inverse discrete Fourier transform."""
-    _check_out("ifft2", out)
-    return _c2c_public("ifft2", input, s, dim, norm, False)
-
-
-def fftn(input: Tensor, s=None, dim=None, norm: str | None = None, *,  # noqa: A002
-         out=None) -> Tensor:
-    """The n-dimensional discrete Fourier transform (all dims unless s or dim say)."""
-    _check_out("fftn", out)
-    return _c2c_public("fftn", input, s, dim, norm, True)
-
-
-def ifftn(input: Tensor, s=None, dim=None, norm: str | None = None, *,  # noqa: A002
-          out=None) -> Tensor:
-    """The n-dimensional inverse discrete Fourier transform."""
-    _check_out("ifftn", out)
-    return _c2c_public("ifftn", input, s, dim, norm, False)
-
-
-# ---- real input, onesided output (rfft) and back (irfft) ---------------------------------
 
 def _rfft_public(op: str, x: Tensor, s, dim, norm) -> Tensor:
+    """Real input, onesided output: the last dim's half spectrum, the others in full."""
     norm = _norm(op, norm)
     dims, sizes = _dims_and_sizes(op, x, s, dim)
     if not dims:
@@ -173,6 +140,7 @@ def _rfft_public(op: str, x: Tensor, s, dim, norm) -> Tensor:
 
 
 def _irfft_public(op: str, x: Tensor, s, dim, norm) -> Tensor:
+    """rfft's inverse: real output from the half spectrum of the last dim."""
     norm = _norm(op, norm)
     dims, sizes = _dims_and_sizes(op, x, s, dim)
     if not dims:
@@ -190,93 +158,8 @@ def _irfft_public(op: str, x: Tensor, s, dim, norm) -> Tensor:
     return c2r(x, last, norm, n)
 
 
-def rfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None, *,  # noqa: A002
-         out=None) -> Tensor:
-    """The transform of real input along dim: its n // 2 + 1 non-negative frequencies."""
-    _check_out("rfft", out)
-    return _rfft_public("rfft", input, None if n is None else (n,), (dim,), norm)
-
-
-def irfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None, *,  # noqa: A002
-          out=None) -> Tensor:
-    """The inverse of rfft: n real values (2 * (size - 1) by default) along dim."""
-    _check_out("irfft", out)
-    return _irfft_public("irfft", input, None if n is None else (n,), (dim,), norm)
-
-
-def rfft2(input: Tensor, s=None, dim=(-2, -1), norm: str | None = None, *,  # noqa: A002
-          out=None) -> Tensor:
-    """rfft over the last of the two dims, the full transform over the other."""
-    _check_out("rfft2", out)
-    return _rfft_public("rfft2", input, s, dim, norm)
-
-
-def irfft2(input: Tensor, s=None, dim=(-2, -1), norm: str | None = None, *,  # noqa: A002
-           out=None) -> Tensor:
-    """The inverse of rfft2."""
-    _check_out("irfft2", out)
-    return _irfft_public("irfft2", input, s, dim, norm)
-
-
-def rfftn(input: Tensor, s=None, dim=None, norm: str | None = None, *,  # noqa: A002
-          out=None) -> Tensor:
-    """rfft over the last transformed dim, the full transform over the others."""
-    _check_out("rfftn", out)
-    return _rfft_public("rfftn", input, s, dim, norm)
-
-
-def irfftn(input: Tensor, s=None, dim=None, norm: str | None = None, *,  # noqa: A002
-           out=None) -> Tensor:
-    """The inverse of rfftn."""
-    _check_out("irfftn", out)
-    return _irfft_public("irfftn", input, s, dim, norm)
-
-
-# ---- Hermitian input (hfft) and its inverse (ihfft) --------------------------------------
 # hfft(x) is irfft(conj(x)) with the norm's direction swapped; ihfft(x) is conj(rfft(x)),
 # swapped likewise
-
-def hfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None, *,  # noqa: A002
-         out=None) -> Tensor:
-    """The transform of a Hermitian-symmetric signal given by its half: n real values."""
-    _check_out("hfft", out)
-    return _hfft_public("hfft", input, None if n is None else (n,), (dim,), norm)
-
-
-def ihfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None, *,  # noqa: A002
-          out=None) -> Tensor:
-    """The inverse of hfft: the n // 2 + 1 half of a real signal's inverse transform."""
-    _check_out("ihfft", out)
-    return _ihfft_public("ihfft", input, None if n is None else (n,), (dim,), norm)
-
-
-def hfft2(input: Tensor, s=None, dim=(-2, -1), norm: str | None = None, *,  # noqa: A002
-          out=None) -> Tensor:
-    """hfft over two dims."""
-    _check_out("hfft2", out)
-    return _hfft_public("hfft2", input, s, dim, norm)
-
-
-def ihfft2(input: Tensor, s=None, dim=(-2, -1), norm: str | None = None, *,  # noqa: A002
-           out=None) -> Tensor:
-    """The inverse of hfft2."""
-    _check_out("ihfft2", out)
-    return _ihfft_public("ihfft2", input, s, dim, norm)
-
-
-def hfftn(input: Tensor, s=None, dim=None, norm: str | None = None, *,  # noqa: A002
-          out=None) -> Tensor:
-    """hfft over n dims (the last one Hermitian)."""
-    _check_out("hfftn", out)
-    return _hfft_public("hfftn", input, s, dim, norm)
-
-
-def ihfftn(input: Tensor, s=None, dim=None, norm: str | None = None, *,  # noqa: A002
-           out=None) -> Tensor:
-    """The inverse of hfftn."""
-    _check_out("ihfftn", out)
-    return _ihfft_public("ihfftn", input, s, dim, norm)
-
 
 def _hfft_public(op: str, x: Tensor, s, dim, norm) -> Tensor:
     norm = _norm(op, norm)
@@ -287,6 +170,58 @@ def _hfft_public(op: str, x: Tensor, s, dim, norm) -> Tensor:
 def _ihfft_public(op: str, x: Tensor, s, dim, norm) -> Tensor:
     norm = _norm(op, norm)
     return conj(_rfft_public(op, x, s, dim, _SWAP[norm]))
+
+
+# ---- the public functions: torch.fft's two signatures, each written once ----------------
+
+_ONE_DIM = "one"  # (input, n=None, dim=-1, norm=None): fft, rfft, ...
+
+
+def _declare(name: str, impl: Callable[..., Tensor], dims, doc: str) -> Callable[..., Tensor]:
+    """torch.fft's function `name` over impl: with dims=_ONE_DIM the 1-D signature
+    (n, dim=-1), otherwise the s signature whose dim defaults to `dims` ((-2, -1) or None)."""
+    if dims is _ONE_DIM:
+        def transform(input: Tensor, n: int | None = None, dim: int = -1,  # noqa: A002
+                      norm: str | None = None, *, out=None) -> Tensor:
+            _check_out(name, out)
+            return impl(name, input, None if n is None else (n,), (dim,), norm)
+    else:
+        def transform(input: Tensor, s=None, dim=dims, norm: str | None = None, *,  # noqa: A002
+                      out=None) -> Tensor:
+            _check_out(name, out)
+            return impl(name, input, s, dim, norm)
+    transform.__name__ = transform.__qualname__ = name
+    transform.__doc__ = doc
+    return transform
+
+
+def _family(impl: Callable[..., Tensor], base: str, docs: tuple[str, str, str]) -> tuple:
+    """One family's three functions: `base` (1-D), `base`2 and `base`n, over impl."""
+    return tuple(_declare(name, impl, dims, doc) for name, dims, doc in zip(
+        (base, base + "2", base + "n"), (_ONE_DIM, (-2, -1), None), docs))
+
+
+fft, fft2, fftn = _family(_fft_public, "fft", (
+    "The one-dimensional discrete Fourier transform along dim.",
+    "The two-dimensional discrete Fourier transform (over the last two dims).",
+    "The n-dimensional discrete Fourier transform (all dims unless s or dim say)."))
+ifft, ifft2, ifftn = _family(_ifft_public, "ifft", (
+    "The one-dimensional inverse discrete Fourier transform along dim.",
+    "The two-dimensional inverse discrete Fourier transform.",
+    "The n-dimensional inverse discrete Fourier transform."))
+rfft, rfft2, rfftn = _family(_rfft_public, "rfft", (
+    "The transform of real input along dim: its n // 2 + 1 non-negative frequencies.",
+    "rfft over the last of the two dims, the full transform over the other.",
+    "rfft over the last transformed dim, the full transform over the others."))
+irfft, irfft2, irfftn = _family(_irfft_public, "irfft", (
+    "The inverse of rfft: n real values (2 * (size - 1) by default) along dim.",
+    "The inverse of rfft2.", "The inverse of rfftn."))
+hfft, hfft2, hfftn = _family(_hfft_public, "hfft", (
+    "The transform of a Hermitian-symmetric signal given by its half: n real values.",
+    "hfft over two dims.", "hfft over n dims (the last one Hermitian)."))
+ihfft, ihfft2, ihfftn = _family(_ihfft_public, "ihfft", (
+    "The inverse of hfft: the n // 2 + 1 half of a real signal's inverse transform.",
+    "The inverse of hfft2.", "The inverse of hfftn."))
 
 
 # ---- shifts and frequencies -------------------------------------------------------------
