@@ -273,3 +273,50 @@ def test_training_plan_equals_memory_report_to_the_byte(name):
     backward = next(p for p in rep.timeline if p.name == "backward")
     assert plan.peak == backward.peak - rep.params - rep.inputs - rep.optimizer_state
     assert plan.arena >= plan.peak
+
+
+def test_concurrent_calls_of_one_compiled_step_run_one_at_a_time():
+    """Two threads stepping the same compiled step: the replays hand intermediates to their
+    backward through shared op objects, so they take turns; the weights end as 2n eager steps
+    of the same batch leave them (the order of identical steps does not matter)."""
+    import sys
+    import threading
+
+    results = []
+    for compiled in (True, False):
+        sf.manual_seed(0)
+        model = GPT(vocab_size=17, block_size=16, n_layer=1, n_head=2, n_embd=16)
+        opt = sf.optim.SGD(model.parameters(), lr=0.1)
+        x, y = _tokens(2, 8, 17)
+
+        def step(x, y, model=model, opt=opt):
+            opt.zero_grad()
+            loss = model(x, y)[1]
+            loss.backward()
+            opt.step()
+            return loss
+
+        run = sf.compile(step) if compiled else step
+        if compiled:
+            run(x, y)
+            run(x, y)  # both traces made: the threads only replay
+            old = sys.getswitchinterval()
+            sys.setswitchinterval(1e-6)  # switch threads as often as CPython will
+            try:
+                def ten_steps(run=run, x=x, y=y):
+                    for _ in range(10):
+                        run(x, y)
+
+                threads = [threading.Thread(target=ten_steps) for _ in range(2)]
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join(timeout=120)
+            finally:
+                sys.setswitchinterval(old)
+        else:
+            for _ in range(22):
+                run(x, y)
+        results.append([p.detach().numpy().copy() for p in model.parameters()])
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

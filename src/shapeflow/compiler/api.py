@@ -60,10 +60,10 @@ _MAX_FUNCTIONS = 64  # helper functions followed from a compiled one
 
 def _captured(fn) -> dict:
     """Modules, tensors, optimizers and LR schedulers fn reaches through its closure, its
-    globals and bound self (and that object's attributes), and so do the functions of its own
-    module that it reaches that way: the modules' parameters and buffers
-    are the region's state, read afresh at each call; a training step's optimizer and
-    scheduler calls are made as written at each replay."""
+    globals, its default arguments and bound self (and that object's attributes), and so do
+    the functions of its own module that it reaches that way: the modules' parameters and
+    buffers are the region's state, read afresh at each call; a training step's optimizer
+    and scheduler calls are made as written at each replay."""
     from ..nn.module import Module
     from ..optim.lr_scheduler import LRScheduler
     from ..optim.optimizer import Optimizer
@@ -82,7 +82,8 @@ def _captured(fn) -> dict:
         if id(target) in seen_functions or len(seen_functions) >= _MAX_FUNCTIONS:
             continue
         seen_functions.add(id(target))
-        reached = []
+        reached = list(getattr(target, "__defaults__", None) or ()) + \
+            list((getattr(target, "__kwdefaults__", None) or {}).values())
         for cell in getattr(target, "__closure__", None) or ():
             with contextlib.suppress(ValueError):  # an empty cell
                 reached.append(cell.cell_contents)

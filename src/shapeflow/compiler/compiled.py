@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 import time
 import types
 import weakref
@@ -86,6 +87,7 @@ class CompiledFunction:
         # a training step's objects whose calls the replay makes as written
         self.optimizers, self.schedulers = list(optimizers), list(schedulers)
         self.is_module = bool(self.roots) and fn is self.roots[0]
+        self.step_lock = threading.RLock()
         self.names = _dynamic_names(dynamic)
         self.all_dynamic = dynamic is True
         self.never_dynamic = dynamic is False
@@ -135,10 +137,22 @@ class CompiledFunction:
                 leaves, tree = flatten((args, kwargs))
         grad = grad_mode.hot.quiet or grad_mode.state.enabled
         step = self._step_state(leaves) if grad else None
-        if step is not None and self.is_module:
-            return self._eager("grad is recorded (a training forward): its backward runs "
-                               "outside the compiled module; compile the whole training "
-                               "step as a function to replay it", args, kwargs)
+        if step is not None:
+            if self.is_module:
+                return self._eager("grad is recorded (a training forward): its backward runs "
+                                   "outside the compiled module; compile the whole training "
+                                   "step as a function to replay it", args, kwargs)
+            if not grad_mode.hot.quiet and grad_mode.state.tracer is not None:
+                return self.fn(*args, **kwargs)  # inside another region's trace: inline it
+            # one training step at a time: a step changes the .grad state its guard reads,
+            # and a trace moves the parameters to meta while it runs
+            with self.step_lock:
+                return self._run(args, kwargs, leaves, tree, grad,
+                                 self._step_state(leaves))
+        return self._run(args, kwargs, leaves, tree, grad, None)
+
+    def _run(self, args, kwargs, leaves, tree, grad: bool, step):
+        """The call, its guards checked: trace, plan or bind where needed, then replay."""
         if not grad_mode.hot.quiet and grad_mode.state.tracer is not None:
             return self.fn(*args, **kwargs)  # inside another region's trace: inline it
         if layout_epoch[0] != self.epoch:  # a parameter, buffer or module was replaced

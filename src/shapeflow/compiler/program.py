@@ -130,7 +130,7 @@ class Program:
             v[s] = a
         for t, s in self.state:
             v[s] = t._data  # read now: load_state_dict and optimizer steps are seen
-        if self.training:
+        if self.training:  # (one at a time: CompiledFunction's step lock)
             return self._run_step(v)
         for kind, fn, ins, out, frees in self.steps:
             if kind == RUN:
