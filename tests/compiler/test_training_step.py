@@ -320,3 +320,48 @@ def test_concurrent_calls_of_one_compiled_step_run_one_at_a_time():
         results.append([p.detach().numpy().copy() for p in model.parameters()])
     for a, b in zip(*results):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_a_grad_scaler_step_runs_eagerly_and_equals_eager():
+    """GradScaler's scale and inf check are host-side: the step breaks (it replayed the
+    optimizer on scaled gradients before) and gives eager's weights and scale."""
+    results = []
+    for compiled in (False, True):
+        model, x, y = _mlp_and_data()
+        opt = sf.optim.SGD(model.parameters(), lr=0.1)
+        scaler = sf.amp.GradScaler("cpu", init_scale=2.0**4)
+
+        def step(x, y, model=model, opt=opt, scaler=scaler):
+            opt.zero_grad()
+            scaler.scale(F.cross_entropy(model(x), y)).backward()
+            scaler.step(opt)
+            scaler.update()
+
+        run = sf.compile(step) if compiled else step
+        for _ in range(3):
+            run(x, y)
+        results.append([p.detach().numpy().copy() for p in model.parameters()])
+        if compiled:
+            assert "GradScaler.scale" in _reason(run)
+    _assert_same(*results)
+
+
+def test_manual_seed_in_the_region_reseeds_at_each_replay():
+    results = []
+    for compiled in (False, True):
+        sf.manual_seed(0)
+        model = nn.Sequential(nn.Linear(6, 6), nn.Dropout(0.5))
+        x = sf.randn(4, 6)
+
+        def forward(x, model=model):
+            sf.manual_seed(7)  # the same mask at every call, replayed or not
+            return model(x)
+
+        run = sf.compile(forward) if compiled else forward
+        with sf.no_grad():
+            outs = [run(x).numpy().copy() for _ in range(3)]
+        results.append(outs)
+        if compiled:
+            assert run.report().counts["replays"] == 3
+    _assert_same(results[0], results[1])
+    np.testing.assert_array_equal(results[1][0], results[1][2])

@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..errors import DeviceError, ShapeflowError
+from ..ops.base import reads_data
 from ..tensor import Tensor
 
 
@@ -76,6 +77,7 @@ class GradScaler:
         """outputs * scale (a tensor, or tensors in lists, tuples and dicts)."""
         if not self._enabled:
             return outputs
+        reads_data("GradScaler.scale")  # (a host-side scale: sf.compile breaks)
         if self._scale is None:
             self._lazy_init()
         from ..factories import full
@@ -118,6 +120,7 @@ class GradScaler:
         """Divide the optimizer's gradients by the scale in place (before clipping them)."""
         if not self._enabled:
             return
+        reads_data("GradScaler.unscale_")  # (a host-side scale: sf.compile breaks)
         self._check_scale_growth_tracker("unscale_")
         st = self._opt_state(optimizer)
         if st["stage"] is OptState.UNSCALED:
@@ -133,6 +136,7 @@ class GradScaler:
         """optimizer.step() unless the gradients held inf or NaN (then the step is skipped)."""
         if not self._enabled:
             return optimizer.step(*args, **kwargs)
+        reads_data("GradScaler.step")  # (a host-side scale: sf.compile breaks)
         if "closure" in kwargs:
             raise GradScalerError("Closure use is not currently supported if GradScaler is "
                                   "enabled.")

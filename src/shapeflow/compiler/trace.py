@@ -23,7 +23,7 @@ from ..symbolic import Dim, assume
 from ..tensor import Tensor, describe
 from .errors import Untraceable
 from .tape import COPY, FILL, GRAD, INPUT, MAKE, OP, RUN, STATE, Slot, Tape, attr_binders
-from .training import BackwardTracing, opaque_calls
+from .training import BackwardTracing, opaque_calls, seeding_recorded
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -228,7 +228,7 @@ def trace(fn, leaves: list, rebuild, state: list, dims: dict, ranges: dict,
     # so at each replay): a cached cpu copy would be a tensor no traced op made
     old_casts, autocast_state.state.cache = autocast_state.state.cache, {}
     calls = opaque_calls(tracer, *step) if step is not None else nullcontext()
-    with _on_meta((*state, *moved) if twin is None else ()), calls:
+    with _on_meta((*state, *moved) if twin is None else ()), calls, seeding_recorded(tracer):
         for t, m in zip(state, traced):  # the replay reads t; the trace sees m
             tape.state.append((t, tracer.add(m, STATE, "state")))
         for p, g in grads:

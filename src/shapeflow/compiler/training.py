@@ -167,3 +167,32 @@ def opaque_calls(tracer, optimizers, schedulers, modules):
                 object.__setattr__(obj, name, value)
             else:
                 obj.__dict__.pop(name, None)
+
+
+@contextmanager
+def seeding_recorded(tracer):
+    """While tracing: sf.manual_seed(s) records a CALL that reseeds at each replay (draws
+    after it then repeat as eager's do); any other replacement of the default generator's
+    state in the region (set_rng_state, seed()) stops the trace."""
+    from .. import random as sf_random
+
+    gen = sf_random.default_generator
+    original = gen.manual_seed
+    had = "manual_seed" in gen.__dict__
+
+    def manual_seed(seed: int):
+        tracer.call(original, (seed,), {})
+        return gen
+
+    gen.manual_seed = manual_seed
+    rng = gen.rng
+    try:
+        yield
+    finally:
+        if had:
+            gen.manual_seed = original
+        else:
+            del gen.manual_seed
+    if gen.rng is not rng:
+        raise Untraceable("the region replaces the random generator's state (set_rng_state or "
+                          "seed()): the replay would not", None)

@@ -143,8 +143,9 @@ def multi_head_attention_forward(
         expect = ((tgt_len, src_len) if attn_mask.ndim == 2
                   else (bsz * num_heads, tgt_len, src_len))
         if tuple(attn_mask.shape) != expect:
-            raise _fail(f"attn_mask should be {format_shape(expect)}, got "
-                        f"{format_shape(attn_mask.shape)}", attn_mask=attn_mask)
+            dims = "L, S" if attn_mask.ndim == 2 else "batch * num_heads, L, S"
+            raise _fail(f"attn_mask should be {format_shape(expect)} ({dims}: target and source "
+                        f"lengths), got {format_shape(attn_mask.shape)}", attn_mask=attn_mask)
         if attn_mask.ndim == 2:
             attn_mask = attn_mask.unsqueeze(0)
 
@@ -171,8 +172,8 @@ def multi_head_attention_forward(
     src_len = k.shape[1]
     if key_padding_mask is not None:
         if tuple(key_padding_mask.shape) != (bsz, src_len):
-            raise _fail(f"key_padding_mask should be [{bsz}, {src_len}], got "
-                        f"{format_shape(key_padding_mask.shape)}",
+            raise _fail(f"key_padding_mask should be [{bsz}, {src_len}] (batch, source "
+                        f"length), got {format_shape(key_padding_mask.shape)}",
                         key_padding_mask=key_padding_mask)
         kpm = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(bsz, num_heads, 1, src_len)
         kpm = kpm.reshape(bsz * num_heads, 1, src_len)
