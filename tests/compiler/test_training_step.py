@@ -365,3 +365,28 @@ def test_manual_seed_in_the_region_reseeds_at_each_replay():
             assert run.report().counts["replays"] == 3
     _assert_same(results[0], results[1])
     np.testing.assert_array_equal(results[1][0], results[1][2])
+
+
+def test_batch_norm_cumulative_average_breaks_and_equals_eager():
+    """momentum=None averages over the batches seen, a count read on the host: the step
+    breaks (it replayed a factor of 0 from the trace before, leaving the statistics alone)."""
+    results = []
+    for compiled in (False, True):
+        sf.manual_seed(0)
+        model = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4, momentum=None))
+        opt = sf.optim.SGD(model.parameters(), lr=0.1)
+        x = sf.randn(8, 4)
+
+        def step(x, model=model, opt=opt):
+            opt.zero_grad()
+            model(x).square().mean().backward()
+            opt.step()
+
+        run = sf.compile(step) if compiled else step
+        for _ in range(3):
+            run(x)
+        results.append([model[1].running_mean.numpy().copy(),
+                        model[1].running_var.numpy().copy()])
+        if compiled:
+            assert "momentum=None" in _reason(run)
+    _assert_same(*results)

@@ -108,7 +108,11 @@ def _arity(fn) -> int | None:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                first, second = fn(*[_REAL] * n), fn(*[_REAL] * n)
+                # two seeds, the same in every process: xdist's workers must collect alike
+                torch.manual_seed(0)
+                first = fn(*[_REAL] * n)
+                torch.manual_seed(1)
+                second = fn(*[_REAL] * n)
         except Exception:  # noqa: BLE001  (an op of other arguments: not swept by arity)
             continue
         return n if _same(first, second) else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from .. import dtypes
 from ..errors import ShapeError
 from ..factories import ones, zeros
-from ..ops.base import effect
+from ..ops.base import effect, reads_data
 from ..shape import format_shape
 from ..tensor import tensor
 from . import functional as F
@@ -82,7 +82,8 @@ class _BatchNorm(_NormBase):
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
             nbt = self.num_batches_tracked
             effect(_count_batch, nbt, (nbt,))
-            if self.momentum is None:  # the cumulative moving average
+            if self.momentum is None:  # the cumulative moving average: 1 / batches seen,
+                reads_data("BatchNorm(momentum=None)'s batch count")  # a host value
                 factor = 1.0 / float(nbt._data) if nbt._data is not None else 0.0
         # batch stats in training, and in eval when no running stats are kept
         bn_training = self.training or (self.running_mean is None and self.running_var is None)
