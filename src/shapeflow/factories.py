@@ -204,12 +204,21 @@ def randn(*size, generator: Generator | None = None, dtype=None, device=None,
     check_layout(layout, "randn")
     rng = get_rng(generator)
     return _make(size, dtype, device, requires_grad,
-                 lambda s, d: _random(rng.standard_normal, s, d))
+                 lambda s, d: _random(rng.standard_normal, s, d, math.sqrt(0.5)))
 
 
-def _random(fn, shape, np_dtype):
+def _random(fn, shape, np_dtype, complex_scale: float = 1.0):
+    """fn's floats of np_dtype; complex: real and imaginary parts drawn apart, times
+    complex_scale (randn's: each part of variance 1/2, so |z|^2 has mean 1, as PyTorch's)."""
     if np_dtype in (np.float32, np.float64):
         return fn(shape, dtype=np_dtype)
+    if np_dtype.kind == "c":
+        part = np.float32 if np_dtype == np.complex64 else np.float64
+        out = np.empty(shape, np_dtype)
+        out.real, out.imag = fn(shape, dtype=part), fn(shape, dtype=part)
+        if complex_scale != 1.0:
+            out *= part(complex_scale)
+        return out
     if np_dtype.kind != "f" and np_dtype.name != "bfloat16":
         raise DTypeError(f"random floats need a floating dtype, got {np_dtype}")
     return fn(shape, dtype=np.float32).astype(np_dtype)

@@ -92,6 +92,9 @@ class _Encoder:
             if arr.dtype not in _dt._BY_NP:
                 raise TypeError(f"save: cannot save a NumPy array of dtype {arr.dtype} at "
                                 f"{_where(path)}")
+        if arr.dtype == np.complex128:  # a TypeError: save writes PyTorch's format instead
+            raise TypeError(f"save: safetensors has no complex128 (the tensor at "
+                            f"{_where(path)})")
         name = self.name_for(path)
         self.arrays[name] = np.asarray(arr, order="C")  # (ascontiguousarray makes 0-d 1-d)
         self.names[id(x)] = name

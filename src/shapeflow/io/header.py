@@ -34,7 +34,7 @@ _STEP[[ord("["), ord("{")]], _STEP[[ord("]"), ord("}")]] = 1, -1
 CODES = {
     "F64": _dt.float64, "F32": _dt.float32, "F16": _dt.float16, "BF16": _dt.bfloat16,
     "I64": _dt.int64, "I32": _dt.int32, "I16": _dt.int16, "I8": _dt.int8, "U8": _dt.uint8,
-    "BOOL": _dt.bool_,
+    "BOOL": _dt.bool_, "C64": _dt.complex64,  # (safetensors has no complex128)
 }
 
 

@@ -41,12 +41,13 @@ _CHUNK = 1 << 24
 MAX_EXPANDED = 1 << 31  # bytes: an expanded (stride 0) tensor is copied, up to this size
 
 # torch's dtype names (what `torch.float32` pickles as) and legacy typed storages
-DTYPES = {d.name: d for d in _dt.ALL}
+DTYPES = {d.name: d for d in _dt.ALL + _dt.COMPLEX}
 STORAGES = {
     "DoubleStorage": _dt.float64, "FloatStorage": _dt.float32, "HalfStorage": _dt.float16,
     "BFloat16Storage": _dt.bfloat16, "LongStorage": _dt.int64, "IntStorage": _dt.int32,
     "ShortStorage": _dt.int16, "CharStorage": _dt.int8, "ByteStorage": _dt.uint8,
-    "BoolStorage": _dt.bool_,
+    "BoolStorage": _dt.bool_, "ComplexFloatStorage": _dt.complex64,
+    "ComplexDoubleStorage": _dt.complex128,
 }
 _STORAGE_OF = {d: name for name, d in STORAGES.items()}
 

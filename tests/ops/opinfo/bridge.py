@@ -137,7 +137,9 @@ NONDETERMINISTIC = {
 def to_sf(x, requires_grad: bool = False):
     """A torch sample argument as shapeflow takes it (tensors, dtypes, nested lists)."""
     if isinstance(x, torch.Tensor):
-        t = sf.tensor(x.detach().resolve_conj().resolve_neg().numpy().copy())
+        t = _view_of_base(x)
+        if t is None:
+            t = sf.tensor(x.detach().resolve_conj().resolve_neg().numpy().copy())
         if requires_grad and x.requires_grad:
             t.requires_grad_(True)
         return t
@@ -158,6 +160,18 @@ def to_sf(x, requires_grad: bool = False):
     if isinstance(x, dict):
         return {k: to_sf(v, requires_grad) for k, v in x.items()}
     return x
+
+
+def _view_of_base(x: torch.Tensor):
+    """A contiguous torch view into a bigger base (as_strided's partial_views samples) as the
+    same view in shapeflow: a slice of the converted base, so ops that read the storage
+    (as_strided) see the base's other elements too. None for anything else."""
+    base = x._base
+    if base is None or not x.is_contiguous() or not base.is_contiguous():
+        return None
+    start = x.storage_offset() - base.storage_offset()
+    flat = sf.tensor(base.detach().resolve_conj().resolve_neg().numpy().copy()).reshape(-1)
+    return flat[start:start + x.numel()].reshape(tuple(x.shape))
 
 
 def _leaves(x) -> list:

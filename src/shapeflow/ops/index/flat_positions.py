@@ -71,12 +71,53 @@ def _strided(pos, x: Tensor, size, stride, storage_offset, op: str):
 
 @public(method=True)
 def as_strided(input: Tensor, size, stride, storage_offset=None) -> Tensor:  # noqa: A002
-    """A tensor of `size` reading input (row-major) at offset + sum(i_k * stride_k); a copy
-    here, not a view (shapeflow's tensors do not share storage through strides)."""
+    """A tensor of `size` reading input's storage at offset + sum(i_k * stride_k), as
+    PyTorch: for a view, the storage is its base's, and the offset (default: the view's own)
+    counts from the base's start. A copy here, not a view; the gradient goes to input's
+    elements (those of the base outside the view get none, as in PyTorch)."""
+    from .scatter_reduce import index_copy
     from .selection import take
 
-    pos = _strided(_positions(input), input, size, stride, storage_offset, "as_strided")
-    return take(input, _index(pos, input).reshape(pos.shape))
+    storage = _storage(input)
+    if storage is None:  # contiguous from its storage's start (or meta): input is the storage
+        pos = _strided(_positions(input), input, size, stride, storage_offset, "as_strided")
+        return take(input, _index(pos, input).reshape(pos.shape))
+    root, mine, own_offset = storage
+    offset = own_offset if storage_offset is None else storage_offset
+    pos = _strided(host.arange(root.size, dtype=host.int64), input, size, stride, offset,
+                   "as_strided")
+    # the storage as a tensor: the base's values, input's own elements from input itself
+    # (so they carry its gradient)
+    base = Tensor._make(input.device.from_numpy(host.array(root)), (root.size,), input.dtype,
+                        input.device)
+    flat = index_copy(base, 0, _index(mine, input), input.reshape(-1))
+    return take(flat, _index(pos, input).reshape(pos.shape))
+
+
+def _storage(x: Tensor):
+    """(the base's elements flat, x's element positions in them, x's storage offset) for a
+    cpu view of another array's memory at an offset or with strides; None where x's memory
+    is its own, row-major from the start (then x itself is the storage)."""
+    a = x._data
+    if a is None or not isinstance(a, host.ndarray):
+        return None
+    root = a
+    while isinstance(root.base, host.ndarray):
+        root = root.base
+    if root is a and a.flags.c_contiguous:
+        return None
+    if root.dtype.itemsize != a.itemsize or not root.flags.c_contiguous:
+        return None  # a reinterpreting view, or a base with strides of its own: x's order
+    start = a.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    item = a.itemsize
+    if start % item or any(s % item or s <= 0 for s in a.strides):
+        return None  # (broadcast or reversed views: shapeflow copies where PyTorch views)
+    if start == 0 and a.flags.c_contiguous:
+        return None
+    mine = host.lib.stride_tricks.as_strided(
+        host.arange(root.size, dtype=host.int64)[start // item:], a.shape,
+        tuple(s // item * 8 for s in a.strides))
+    return root.reshape(-1), host.ascontiguousarray(mine).reshape(-1), start // item
 
 
 @public(method=True)
