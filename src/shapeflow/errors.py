@@ -121,6 +121,10 @@ class ArgumentError(ShapeflowError, RuntimeError):
     """An argument value PyTorch rejects with RuntimeError (a rounding mode, celu's alpha=0)."""
 
 
+class ArgumentValueError(ShapeflowError, ValueError):
+    """An argument value PyTorch rejects with ValueError (a module option out of range)."""
+
+
 class CheckpointError(ShapeflowError, OSError):
     """A checkpoint file is missing, truncated, corrupted or of another format."""
 

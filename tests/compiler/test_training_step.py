@@ -390,3 +390,17 @@ def test_batch_norm_cumulative_average_breaks_and_equals_eager():
         if compiled:
             assert "momentum=None" in _reason(run)
     _assert_same(*results)
+
+
+def test_create_graph_in_the_region_runs_eagerly_and_says_why():
+    model, x, y = _mlp_and_data()
+
+    def grad_penalty(x, y, model=model):
+        loss = F.cross_entropy(model(x), y)
+        (g,) = sf.autograd.grad(loss, [model[0].weight], create_graph=True)
+        (loss + g.square().sum()).backward()
+
+    run = sf.compile(grad_penalty)
+    run(x, y)
+    assert "create_graph=True" in _reason(run) and run.report().counts["eager"] == 1
+    assert model[0].weight.grad is not None

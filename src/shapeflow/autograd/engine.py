@@ -235,7 +235,8 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=(),
     tracer = None if grad_mode.hot.quiet else grad_mode.state.tracer
     if tracer is not None:
         if create_graph:
-            tracer.reads_data("backward(create_graph=True)")
+            tracer.unsupported("backward(create_graph=True) in the region: its gradients "
+                               "have graphs of their own, which the replay does not build")
         add = tracer.add_grads
     prev_mode, log = grad_mode.state.enabled, breaks.mute()  # backward's ops are no breaks
     grad_mode.set_enabled(create_graph)

@@ -75,6 +75,10 @@ class BackwardTracing:
         self.tape.scratch[len(self.tape.entries) - 1] = (peak, outs)
         return in_grads
 
+    def unsupported(self, what: str) -> None:
+        """Something in the step the replay cannot repeat: a graph break, saying what."""
+        raise Untraceable(what, self.line())
+
     def add_grads(self, old: Tensor, g: Tensor, in_place: bool) -> Tensor:
         """The engine's gradient sum: in place into old (an IADD entry), or a new sum (an op)."""
         if not in_place:

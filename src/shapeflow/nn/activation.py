@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import warnings
 
-from ..errors import ShapeError
+from ..errors import ArgumentValueError, ShapeError
 from ..factories import full
 from . import functional as F
 from .module import Module
@@ -106,7 +106,7 @@ class Hardtanh(Module):
                  inplace: bool = False) -> None:
         super().__init__()
         if min_val > max_val:
-            raise ValueError("min_val cannot be greater than max_val")
+            raise ArgumentValueError("min_val cannot be greater than max_val")
         self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
 
     def forward(self, input):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ..errors import ShapeError
+from ..errors import ArgumentValueError, ShapeError
 from ..factories import empty
 from . import functional as F
 from . import init
@@ -17,7 +17,7 @@ _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 def _ntuple(x, n: int) -> tuple:
     if isinstance(x, (tuple, list)):
         if len(x) != n:
-            raise ValueError(f"expected an int or {n} values, got {x!r}")
+            raise ArgumentValueError(f"expected an int or {n} values, got {x!r}")
         return tuple(x)
     return (x,) * n
 
@@ -163,9 +163,10 @@ class _ConvTransposeNd(_ConvNd):
             extra = int(want[i]) - least
             top = max(self.stride[i], self.dilation[i])
             if not 0 <= extra < top:
-                raise ValueError(f"{type(self).__name__}: requested output size {tuple(want)} "
-                                 f"is not reachable from input {tuple(spatial)} (dim {i} can "
-                                 f"be {least} to {least + top - 1})")
+                raise ArgumentValueError(
+                    f"{type(self).__name__}: requested output size {tuple(want)} is not "
+                    f"reachable from input {tuple(spatial)} (dim {i} can be {least} to "
+                    f"{least + top - 1})")
             pads.append(extra)
         return tuple(pads)
 

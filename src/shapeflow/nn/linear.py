@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from ..errors import ArgumentValueError
 from ..factories import empty
 from . import functional as F
 from . import init
@@ -72,7 +73,7 @@ class Bilinear(Module):
     def reset_parameters(self) -> None:
         """PyTorch's default: weight and bias U(+-1/sqrt(in1_features))."""
         if self.in1_features <= 0:
-            raise ValueError(f"in1_features must be > 0, but got (in1_features="
+            raise ArgumentValueError(f"in1_features must be > 0, but got (in1_features="
                              f"{self.in1_features})")
         bound = 1 / math.sqrt(self.weight.shape[1])
         init.uniform_(self.weight, -bound, bound)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..errors import ArgumentValueError
 from ..factories import empty
 from . import functional as F
 from . import init
@@ -91,7 +92,7 @@ class GroupNorm(Module):
                  affine: bool = True, device=None, dtype=None, *, bias: bool = True) -> None:
         super().__init__()
         if num_channels % num_groups:
-            raise ValueError("num_channels must be divisible by num_groups")
+            raise ArgumentValueError("num_channels must be divisible by num_groups")
         self.num_groups, self.num_channels = num_groups, num_channels
         self.eps, self.affine = eps, affine
         add_affine(self, (num_channels,), affine, bias, device, dtype)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from ..errors import ArgumentValueError
 from . import functional as F
 from .module import Module
 
@@ -204,12 +205,12 @@ class _FractionalMaxPool(Module):
         self.output_size = None if output_size is None else _ntuple(output_size, self.nd)
         self.output_ratio = None if output_ratio is None else _ntuple(output_ratio, self.nd)
         if output_size is None and output_ratio is None:
-            raise ValueError(f"{name} requires specifying either an output size, or a pooling "
-                             "ratio")
+            raise ArgumentValueError(f"{name} requires specifying either an output size, or a "
+                                     "pooling ratio")
         if output_size is not None and output_ratio is not None:
-            raise ValueError("only one of output_size and output_ratio may be specified")
+            raise ArgumentValueError("only one of output_size and output_ratio may be specified")
         if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
-            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+            raise ArgumentValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
 
     def forward(self, input):
         fn = F.fractional_max_pool2d if self.nd == 2 else F.fractional_max_pool3d

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from ..errors import ShapeError
+from ..errors import ArgumentValueError, ShapeError
 from ..factories import empty, zeros
 from ..ops.index.dim_index import index_select
 from ..ops.movement import cat, stack
@@ -38,18 +38,19 @@ class RNNBase(Module):
                  dtype=None) -> None:
         super().__init__()
         if not 0 <= dropout <= 1 or isinstance(dropout, bool):
-            raise ValueError("dropout should be a number in range [0, 1] representing the "
+            raise ArgumentValueError("dropout should be a number in range [0, 1] representing the "
                              "probability of an element being zeroed")
         if hidden_size <= 0 or num_layers <= 0:
-            raise ValueError(f"hidden_size and num_layers must be positive, got "
+            raise ArgumentValueError(f"hidden_size and num_layers must be positive, got "
                              f"hidden_size={hidden_size}, num_layers={num_layers}")
         if proj_size < 0:
-            raise ValueError("proj_size should be a positive integer or zero to disable "
+            raise ArgumentValueError("proj_size should be a positive integer or zero to disable "
                              "projections")
         if proj_size >= hidden_size:
-            raise ValueError("proj_size has to be smaller than hidden_size")
+            raise ArgumentValueError("proj_size has to be smaller than hidden_size")
         if proj_size and mode != "LSTM":
-            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+            raise ArgumentValueError("proj_size argument is only supported for LSTM, not RNN or "
+                                     "GRU")
         self.mode, self.input_size, self.hidden_size = mode, input_size, hidden_size
         self.num_layers, self.bias, self.batch_first = num_layers, bias, batch_first
         self.dropout, self.bidirectional, self.proj_size = float(dropout), bidirectional, \
@@ -240,8 +241,8 @@ class RNN(RNNBase):
                  dropout: float = 0.0, bidirectional: bool = False, device=None,
                  dtype=None) -> None:
         if nonlinearity not in ("tanh", "relu"):
-            raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or "
-                             "'relu'.")
+            raise ArgumentValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' "
+                                     "or 'relu'.")
         super().__init__("RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU", input_size,
                          hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
                          device=device, dtype=dtype)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ..errors import ShapeError
+from ..errors import ArgumentValueError, ShapeError
 from ..factories import empty, zeros
 from ..ops.movement.slicing import Index
 from ..ops.movement.views import _view_apply
@@ -92,7 +92,7 @@ class RNNCell(RNNCellBase):
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
                  nonlinearity: str = "tanh", device=None, dtype=None) -> None:
         if nonlinearity not in ("tanh", "relu"):
-            raise ValueError(f"Unknown nonlinearity: {nonlinearity}")
+            raise ArgumentValueError(f"Unknown nonlinearity: {nonlinearity}")
         super().__init__(input_size, hidden_size, bias, device, dtype)
         self.nonlinearity = nonlinearity
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ... import dtypes as _dt
 from ...autograd import grad_mode
-from ...errors import ArgumentError, DTypeError
+from ...errors import ArgumentError, ArgumentValueError, DTypeError
 from ...tensor import Tensor, describe
 from ..base import OUT_ACT, X0_ACT, Op, apply
 from ..elementwise import where, zeros_scalar_like
@@ -123,7 +123,7 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
              inplace: bool = False) -> Tensor:
     """Clamp to [min_val, max_val] (gradient 1 strictly inside, 0 elsewhere)."""
     if min_val > max_val:
-        raise ValueError("min_val cannot be greater than max_val")
+        raise ArgumentValueError("min_val cannot be greater than max_val")
     return apply(Hardtanh(min_val, max_val), input)
 
 
